@@ -1,0 +1,50 @@
+#pragma once
+// config.yaml: the process-level settings, with APISIX's key names.
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "common/log.h"
+#include "common/status.h"
+
+namespace sluice::config {
+
+// Thread: any (value type)
+struct ListenAddr {
+  std::string ip = "0.0.0.0";  // "0.0.0.0", "127.0.0.1", "::", "[::1]" given as "::1"
+  uint16_t port = 0;
+};
+
+enum class ConfigProvider { kYaml, kEtcd, kEmbedded };
+
+// Thread: any (value type)
+struct GatewayConfig {
+  std::vector<ListenAddr> node_listen = {{"0.0.0.0", 9080}};  // apisix.node_listen
+  int worker_processes = 0;  // nginx_config.worker_processes; 0 = auto (one per CPU)
+  common::LogLevel error_log_level = common::LogLevel::kWarn;  // nginx_config.error_log_level
+  std::string role = "traditional";  // deployment.role
+  // deployment.role_data_plane.config_provider / role_traditional.config_provider
+  ConfigProvider config_provider = ConfigProvider::kYaml;
+  std::string server_tokens_name = "sluice";  // apisix.server_tokens_name... see .cc
+  bool server_tokens = true;  // apisix.enable_server_tokens
+  double dns_resolver_valid = 30;  // apisix.dns_resolver_valid: seconds a DNS answer is kept
+  double graceful_shutdown_timeout = 10;  // seconds in-flight requests get on SIGTERM
+  // nginx_config.http: client-facing limits and timeouts.
+  double client_header_timeout = 60;
+  double client_body_timeout = 60;
+  double send_timeout = 10;
+  double keepalive_timeout = 60;
+  uint64_t client_max_body_size = 0;  // 0 = unlimited
+  // apisix.standalone file, resolved relative to the config file's directory.
+  std::string standalone_path;  // directory of config.yaml + "/apisix.yaml"
+
+  std::vector<std::string> warnings;  // one per unsupported key, naming its full path
+};
+
+// Parses config.yaml text. `dir` is the config file's directory (for apisix.yaml).
+// Errors name the key: `config.yaml: apisix.node_listen[1].port: expected an integer 1-65535`.
+common::StatusOr<GatewayConfig> parse_gateway_config(const std::string& yaml_text,
+                                                     const std::string& dir);
+
+}  // namespace sluice::config
