@@ -1,0 +1,204 @@
+#include "config/snapshot_builder.h"
+
+#include <algorithm>
+#include <unordered_map>
+
+#include <fmt/format.h>
+
+#include "http/message.h"
+
+namespace sluice::config {
+
+namespace {
+
+uint32_t to_ms(double seconds) {
+  double ms = seconds * 1000.0;
+  return ms < 1 ? 1 : ms > 4e9 ? 4000000000u : static_cast<uint32_t>(ms);
+}
+
+upstream::Timeouts to_timeouts(const TimeoutConf& t) {
+  return {to_ms(t.connect), to_ms(t.send), to_ms(t.read)};
+}
+
+std::string host_header(const std::string& host, uint16_t port) {
+  bool v6 = host.find(':') != std::string::npos;
+  std::string h = v6 ? "[" + host + "]" : host;
+  return port == 80 ? h : fmt::format("{}:{}", h, port);
+}
+
+class Builder {
+ public:
+  Builder(const ConfigSet& set, upstream::DnsCache& dns, BuildResult& out)
+      : set_(set), dns_(dns), out_(out) {}
+
+  common::Status build(uint64_t version) {
+    auto snap = std::make_shared<snapshot::Snapshot>();
+    snap_ = snap.get();
+    snap->version = version;
+    for (const auto& u : set_.upstreams) {
+      by_upstream_id_[u.id] = add_upstream(u, u.id);
+    }
+    for (const auto& s : set_.services) {
+      services_[s.id] = &s;
+    }
+    // Older routes win ties: order by create_time, then by position in the set.
+    std::vector<const RouteConf*> routes;
+    for (const auto& r : set_.routes) {
+      if (r.status == 1) {
+        routes.push_back(&r);
+      }
+    }
+    std::stable_sort(routes.begin(), routes.end(), [](const RouteConf* a, const RouteConf* b) {
+      return a->create_time < b->create_time;
+    });
+    std::vector<router::RouteSpec> specs;
+    specs.reserve(routes.size());
+    for (const RouteConf* r : routes) {
+      router::RouteSpec spec;
+      common::Status st = add_route(*r, &spec);
+      if (!st) {
+        return common::Status::error(fmt::format("route {}: {}", r->id, st.message()));
+      }
+      spec.index = static_cast<uint32_t>(snap->routes.size() - 1);
+      specs.push_back(std::move(spec));
+    }
+    auto table = router::RouteTable::build(std::move(specs));
+    if (!table) {
+      return table.status();
+    }
+    snap->table = std::move(table).value();
+    out_.snapshot = std::move(snap);
+    return common::Status::ok();
+  }
+
+ private:
+  const upstream::Upstream* add_upstream(const UpstreamConf& c, const std::string& id) {
+    auto up = std::make_unique<upstream::Upstream>();
+    up->id = id;
+    up->index = static_cast<uint32_t>(snap_->upstreams.size());
+    for (const auto& n : c.nodes) {
+      upstream::Node node;
+      node.host = n.host;
+      node.port = n.port;
+      node.weight = n.weight;
+      node.priority = n.priority;
+      node.host_header = host_header(n.host, n.port);
+      node.ip = dns_.lookup(n.host);
+      node.resolved = !node.ip.empty() && io::make_sockaddr(node.ip, n.port, &node.addr);
+      if (!node.resolved) {
+        out_.warnings.push_back(
+            fmt::format("upstream {}: node {} does not resolve; it is skipped", id, n.host));
+      }
+      node.addr_key = fmt::format("{}:{}", node.ip, n.port);
+      up->nodes.push_back(std::move(node));
+    }
+    int n = static_cast<int>(up->nodes.size());
+    up->retries = c.retries.value_or(n > 0 ? n - 1 : 0);
+    if (c.timeout) {
+      up->timeouts = to_timeouts(*c.timeout);
+    }
+    up->pool_size = static_cast<uint32_t>(c.keepalive_pool.size);
+    up->pool_idle_ms = static_cast<uint32_t>(c.keepalive_pool.idle_timeout * 1000);
+    up->pool_requests = static_cast<uint32_t>(c.keepalive_pool.requests);
+    up->pass_host = c.pass_host == PassHost::kNode      ? upstream::PassHost::kNode
+                    : c.pass_host == PassHost::kRewrite ? upstream::PassHost::kRewrite
+                                                        : upstream::PassHost::kPass;
+    up->upstream_host = c.upstream_host;
+    snap_->upstreams.push_back(std::move(up));
+    return snap_->upstreams.back().get();
+  }
+
+  common::Status add_route(const RouteConf& r, router::RouteSpec* spec) {
+    snapshot::Route route;
+    route.id = r.id;
+    route.service_id = r.service_id;
+    const ServiceConf* svc = nullptr;
+    bool service_missing = false;
+    if (!r.service_id.empty()) {
+      auto it = services_.find(r.service_id);
+      if (it == services_.end()) {
+        service_missing = true;
+        out_.warnings.push_back(
+            fmt::format("route {}: service {} not found; the route answers 404", r.id,
+                        r.service_id));
+      } else {
+        svc = it->second;
+      }
+    }
+    const upstream::Upstream* up = nullptr;
+    if (r.upstream) {
+      up = add_upstream(*r.upstream, "route:" + r.id);
+    } else if (!r.upstream_id.empty()) {
+      up = find_upstream(r.upstream_id, "route " + r.id);
+    } else if (svc != nullptr && svc->upstream) {
+      up = add_upstream(*svc->upstream, "service:" + svc->id);
+    } else if (svc != nullptr && !svc->upstream_id.empty()) {
+      up = find_upstream(svc->upstream_id, "service " + svc->id);
+    }
+    route.upstream = up;
+    route.target = service_missing ? snapshot::RouteTarget::kServiceMissing
+                   : up != nullptr ? snapshot::RouteTarget::kUpstream
+                                   : snapshot::RouteTarget::kNoUpstream;
+    if (r.timeout) {
+      route.timeouts = to_timeouts(*r.timeout);
+    } else if (up != nullptr) {
+      route.timeouts = up->timeouts;
+    }
+    spec->uris = r.uris;
+    spec->hosts = !r.hosts.empty() || svc == nullptr ? r.hosts : svc->hosts;
+    spec->priority = r.priority;
+    for (const auto& m : r.methods) {
+      spec->methods |= http::method_bit(http::parse_method(m));
+    }
+    for (const auto& a : r.remote_addrs) {
+      auto cidr = router::parse_cidr(a);
+      if (!cidr) {
+        return common::Status::error(fmt::format(
+            "invalid configuration: property \"remote_addrs\" validation failed: {}",
+            cidr.status().message()));
+      }
+      spec->remote_addrs.push_back(*cidr);
+    }
+    if (!r.vars.is_null()) {
+      auto expr = router::Expr::compile(r.vars);
+      if (!expr) {
+        return expr.status();
+      }
+      spec->vars = std::move(expr).value();
+    }
+    snap_->routes.push_back(std::move(route));
+    return common::Status::ok();
+  }
+
+  const upstream::Upstream* find_upstream(const std::string& id, const std::string& who) {
+    auto it = by_upstream_id_.find(id);
+    if (it == by_upstream_id_.end()) {
+      out_.warnings.push_back(
+          fmt::format("{}: upstream {} not found; requests get 503", who, id));
+      return nullptr;
+    }
+    return it->second;
+  }
+
+  const ConfigSet& set_;
+  upstream::DnsCache& dns_;
+  BuildResult& out_;
+  snapshot::Snapshot* snap_ = nullptr;
+  std::unordered_map<std::string, const upstream::Upstream*> by_upstream_id_;
+  std::unordered_map<std::string, const ServiceConf*> services_;
+};
+
+}  // namespace
+
+common::StatusOr<BuildResult> build_snapshot(const ConfigSet& set, upstream::DnsCache& dns,
+                                             uint64_t version) {
+  BuildResult out;
+  Builder b(set, dns, out);
+  common::Status st = b.build(version);
+  if (!st) {
+    return st;
+  }
+  return out;
+}
+
+}  // namespace sluice::config

@@ -1,0 +1,26 @@
+#pragma once
+// Turns a decoded ConfigSet into an immutable Snapshot: links routes to services and
+// upstreams, compiles vars and CIDRs, resolves node host names, and builds the route table.
+// Any error rejects the whole set; the caller keeps serving its previous snapshot.
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+#include "config/resources.h"
+#include "snapshot/snapshot.h"
+#include "upstream/resolver.h"
+
+namespace sluice::config {
+
+// Thread: control
+struct BuildResult {
+  snapshot::SnapshotPtr snapshot;
+  std::vector<std::string> warnings;  // dangling references, unresolvable hosts
+};
+
+common::StatusOr<BuildResult> build_snapshot(const ConfigSet& set, upstream::DnsCache& dns,
+                                             uint64_t version);
+
+}  // namespace sluice::config

@@ -1,0 +1,68 @@
+#include "proxy/pool.h"
+
+#include <algorithm>
+
+namespace sluice::proxy {
+
+Pool::~Pool() { clear(); }
+
+std::unique_ptr<UpstreamConn> Pool::take(const std::string& key) {
+  auto it = idle_.find(key);
+  if (it == idle_.end() || it->second.empty()) {
+    return nullptr;
+  }
+  std::unique_ptr<UpstreamConn> c = std::move(it->second.back());
+  it->second.pop_back();
+  io::TimerQueue::cancel(c->idle_timer);
+  c->pool = nullptr;
+  return c;
+}
+
+void Pool::put(std::unique_ptr<UpstreamConn> c, uint32_t max_idle, uint32_t idle_ms) {
+  auto& list = idle_[c->key()];
+  if (list.size() >= max_idle || idle_ms == 0) {
+    loop_.retire(std::move(c));
+    return;
+  }
+  c->owner = nullptr;
+  c->pool = this;
+  loop_.arm(c->idle_timer, idle_ms);
+  list.push_back(std::move(c));
+}
+
+void Pool::evict(UpstreamConn* c) {
+  auto it = idle_.find(c->key());
+  if (it == idle_.end()) {
+    return;
+  }
+  auto& list = it->second;
+  auto pos = std::find_if(list.begin(), list.end(), [c](const auto& p) { return p.get() == c; });
+  if (pos == list.end()) {
+    return;
+  }
+  io::TimerQueue::cancel(c->idle_timer);
+  c->pool = nullptr;
+  loop_.retire(std::move(*pos));
+  list.erase(pos);
+}
+
+void Pool::clear() {
+  for (auto& [key, list] : idle_) {
+    for (auto& c : list) {
+      io::TimerQueue::cancel(c->idle_timer);
+      c->pool = nullptr;
+      loop_.retire(std::move(c));
+    }
+  }
+  idle_.clear();
+}
+
+size_t Pool::idle_count() const {
+  size_t n = 0;
+  for (const auto& [key, list] : idle_) {
+    n += list.size();
+  }
+  return n;
+}
+
+}  // namespace sluice::proxy

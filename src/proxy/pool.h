@@ -1,0 +1,36 @@
+#pragma once
+// A worker's keep-alive pool of idle upstream connections, keyed by node address. Most
+// recently used first, so a few warm connections carry the load and the rest age out.
+
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "io/event_loop.h"
+#include "proxy/upstream_conn.h"
+
+namespace sluice::proxy {
+
+// Thread: worker
+class Pool {
+ public:
+  explicit Pool(io::EventLoop& loop) : loop_(loop) {}
+  ~Pool();
+
+  // An idle connection to `key`, or null.
+  std::unique_ptr<UpstreamConn> take(const std::string& key);
+  // Parks `c`; closes it instead when `max_idle` connections to its key are already parked.
+  void put(std::unique_ptr<UpstreamConn> c, uint32_t max_idle, uint32_t idle_ms);
+  // Closes `c` (idle and readable: the peer closed it or sent garbage; or idle too long).
+  void evict(UpstreamConn* c);
+  // Closes every idle connection (on shutdown).
+  void clear();
+  size_t idle_count() const;
+
+ private:
+  io::EventLoop& loop_;
+  std::unordered_map<std::string, std::vector<std::unique_ptr<UpstreamConn>>> idle_;
+};
+
+}  // namespace sluice::proxy

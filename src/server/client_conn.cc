@@ -1,0 +1,319 @@
+// The client side of the exchange state machine: reading heads, local replies, lingering
+// close, timeouts. The upstream half lives in exchange_request.cc / exchange_response.cc.
+// This file is a state machine; step() dispatches on state_ and each handler returns
+// kProgress (call again), kWait (an event or timer will call drive()) or kDone.
+
+#include "server/client_conn.h"
+
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+
+#include <fmt/format.h>
+
+#include "common/log.h"
+#include "server/worker.h"
+
+namespace sluice::server {
+
+ClientConn::ClientConn(Worker& w, int fd, const io::SockAddr& peer, uint16_t local_port)
+    : w_(w), fd_(fd), peer_ip_(peer.ip_text()), local_port_(local_port) {
+  peer_addr_ = router::ip_from_sockaddr(peer.get());
+  in_.reserve_total(w_.settings().read_buffer);
+  arm_timer(w_.settings().header_timeout_ms);
+}
+
+ClientConn::~ClientConn() {
+  if (up_) {
+    up_->owner = nullptr;
+    w_.loop().retire(std::move(up_));
+  }
+  ::close(fd_);
+}
+
+void ClientConn::on_io(uint32_t events) {
+  if (events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)) {
+    rd_ready_ = true;
+  }
+  if (events & EPOLLOUT) {
+    wr_ready_ = true;
+  }
+  if ((events & (EPOLLHUP | EPOLLERR)) && state_ != State::kLinger) {
+    // The client is gone (reset or both halves closed): nothing more can reach it.
+    close_now();
+  }
+  drive();
+}
+
+void ClientConn::on_upstream_event() { drive(); }
+
+void ClientConn::on_drain() {
+  keep_alive_ = false;
+  if (state_ == State::kReadHead && in_.empty()) {
+    close_now();
+    drive();
+  }
+}
+
+void ClientConn::drive() {
+  while (state_ != State::kClosed) {
+    if (step() == Step::kWait) {
+      return;
+    }
+  }
+  w_.close_client(this);
+}
+
+ClientConn::Step ClientConn::step() {
+  // A queued interim response (100 Continue) leaves before anything else.
+  if (!out_.empty() && state_ != State::kSendResponse && state_ != State::kLocalReply) {
+    if (!wr_ready_) {
+      return Step::kWait;
+    }
+    int err = 0;
+    switch (out_.flush(fd_, &err)) {
+      case io::Outbox::Result::kBlocked:
+        wr_ready_ = false;
+        return Step::kWait;
+      case io::Outbox::Result::kError:
+        close_now();
+        return Step::kProgress;
+      case io::Outbox::Result::kDone:
+        break;
+    }
+  }
+  switch (state_) {
+    case State::kReadHead:
+      return read_head();
+    case State::kConnect:
+    case State::kSendRequest:
+      return send_request();
+    case State::kReadResponse:
+      return read_response_head();
+    case State::kSendResponse:
+      return send_response();
+    case State::kLocalReply:
+      return write_local_reply();
+    case State::kLinger:
+      return linger();
+    case State::kClosed:
+      return Step::kDone;
+  }
+  return Step::kDone;
+}
+
+ClientConn::Step ClientConn::read_client(bool* eof) {
+  *eof = false;
+  if (!rd_ready_) {
+    return Step::kWait;
+  }
+  if (in_.writable() == 0) {
+    in_.compact();
+    if (in_.writable() == 0) {
+      if (in_.capacity() >= w_.settings().max_read_buffer) {
+        return Step::kWait;  // full: the consumer must drain it first
+      }
+      in_.reserve_total(std::min(in_.capacity() * 2, w_.settings().max_read_buffer));
+    }
+  }
+  size_t room = in_.writable();
+  ssize_t n = ::recv(fd_, in_.write_ptr(), room, 0);
+  if (n > 0) {
+    in_.commit(static_cast<size_t>(n));
+    if (static_cast<size_t>(n) < room) {
+      rd_ready_ = false;  // a short read drained the socket; the next edge re-arms us
+    }
+    return Step::kProgress;
+  }
+  if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) {
+    rd_ready_ = errno == EINTR;
+    return Step::kWait;
+  }
+  rd_ready_ = false;
+  client_eof_ = true;
+  *eof = true;
+  return Step::kProgress;
+}
+
+ClientConn::Step ClientConn::read_head() {
+  if (!in_.empty()) {
+    h1::ParseResult r = h1::parse_request(in_.view(), w_.settings().limits, &req_);
+    if (r.status == h1::ParseStatus::kComplete) {
+      head_len_ = r.consumed;
+      start_exchange();
+      return Step::kProgress;
+    }
+    if (r.status == h1::ParseStatus::kError) {
+      SLUICE_LOG(kInfo, "client {}: bad request ({}): {}", peer_ip_, r.error_status, r.error);
+      local_reply(r.error_status, {}, true);
+      return Step::kProgress;
+    }
+  }
+  if (client_eof_ || w_.draining() && in_.empty()) {
+    close_now();
+    return Step::kProgress;
+  }
+  bool was_empty = in_.empty();
+  bool eof = false;
+  Step s = read_client(&eof);
+  if (s == Step::kProgress && was_empty && !in_.empty()) {
+    arm_timer(w_.settings().header_timeout_ms);
+  }
+  return s;
+}
+
+void ClientConn::local_reply(int status, std::string_view body, bool close) {
+  release_upstream(false);
+  snap_.reset();
+  if (close || !req_body_done_ || w_.draining()) {
+    keep_alive_ = false;
+  }
+  linger_after_ = close;
+  std::string_view reason = status_reason(status);
+  std::string body_text(body);
+  if (body.empty() && status >= 400) {
+    body_text = fmt::format("{{\"error_msg\":\"{} {}\"}}\n", status, reason);
+  }
+  out_head_.clear();
+  fmt::format_to(std::back_inserter(out_head_), "HTTP/1.1 {} {}\r\n{}Date: {}\r\n", status, reason,
+                 w_.settings().server_header, w_.http_date());
+  if (!body_text.empty()) {
+    out_head_ += body_text.front() == '{' ? "Content-Type: application/json\r\n"
+                                          : "Content-Type: text/plain\r\n";
+  }
+  fmt::format_to(std::back_inserter(out_head_), "Content-Length: {}\r\n", body_text.size());
+  out_head_ += keep_alive_ ? (client_http10_ ? "Connection: keep-alive\r\n\r\n" : "\r\n")
+                           : "Connection: close\r\n\r\n";
+  if (method_ != http::Method::kHead) {
+    out_head_ += body_text;
+  }
+  out_.clear();
+  out_.add(out_head_);
+  state_ = State::kLocalReply;
+  arm_timer(w_.settings().send_timeout_ms);
+}
+
+ClientConn::Step ClientConn::write_local_reply() {
+  if (!wr_ready_) {
+    return Step::kWait;
+  }
+  int err = 0;
+  switch (out_.flush(fd_, &err)) {
+    case io::Outbox::Result::kBlocked:
+      wr_ready_ = false;
+      return Step::kWait;
+    case io::Outbox::Result::kError:
+      close_now();
+      return Step::kProgress;
+    case io::Outbox::Result::kDone:
+      break;
+  }
+  if (keep_alive_) {
+    next_request();
+    return Step::kProgress;
+  }
+  if (!linger_after_) {
+    close_now();
+    return Step::kProgress;
+  }
+  // Rejected input: close our side, then read and drop what the client still sends so its
+  // kernel does not reset the connection before it has read our answer.
+  ::shutdown(fd_, SHUT_WR);
+  in_.clear();
+  state_ = State::kLinger;
+  arm_timer(w_.settings().linger_ms);
+  return Step::kProgress;
+}
+
+ClientConn::Step ClientConn::linger() {
+  bool eof = false;
+  while (true) {
+    in_.clear();
+    Step s = read_client(&eof);
+    if (eof) {
+      close_now();
+      return Step::kProgress;
+    }
+    if (s == Step::kWait) {
+      return Step::kWait;
+    }
+  }
+}
+
+void ClientConn::next_request() {
+  state_ = State::kReadHead;
+  req_body_ = http::BodyKind::kNone;
+  req_body_done_ = true;
+  sent_continue_ = false;
+  if (w_.draining() && in_.empty()) {
+    close_now();
+    return;
+  }
+  arm_timer(in_.empty() ? w_.settings().keepalive_timeout_ms : w_.settings().header_timeout_ms);
+}
+
+void ClientConn::arm_timer(uint32_t ms) { w_.loop().arm(timer_, ms); }
+
+void ClientConn::on_timeout(void* self) {
+  auto* c = static_cast<ClientConn*>(self);
+  c->handle_timeout();
+  c->drive();
+}
+
+void ClientConn::handle_timeout() {
+  switch (state_) {
+    case State::kConnect:
+      SLUICE_LOG(kWarn, "upstream {} connect timed out", up_ ? up_->key() : "");
+      release_upstream(false);
+      if (tries_left_ > 0) {
+        --tries_left_;
+        if (connect_next()) {
+          return;
+        }
+      }
+      upstream_failed(504, "connect timeout");
+      return;
+    case State::kSendRequest:
+      if (!up_out_.empty()) {
+        upstream_failed(504, "send timeout");
+      } else {
+        close_now();  // the client stopped sending its body
+      }
+      return;
+    case State::kReadResponse:
+      upstream_failed(504, "read timeout");
+      return;
+    default:
+      close_now();
+      return;
+  }
+}
+
+void ClientConn::close_now() {
+  io::TimerQueue::cancel(timer_);
+  release_upstream(false);
+  state_ = State::kClosed;
+}
+
+std::string_view status_reason(int status) {
+  switch (status) {
+    case 100: return "Continue";
+    case 200: return "OK";
+    case 400: return "Bad Request";
+    case 404: return "Not Found";
+    case 408: return "Request Timeout";
+    case 413: return "Request Entity Too Large";
+    case 414: return "Request-URI Too Large";
+    case 431: return "Request Header Fields Too Large";
+    case 500: return "Internal Server Error";
+    case 501: return "Not Implemented";
+    case 502: return "Bad Gateway";
+    case 503: return "Service Temporarily Unavailable";
+    case 504: return "Gateway Time-out";
+    case 505: return "HTTP Version Not Supported";
+    default: return "Unknown";
+  }
+}
+
+}  // namespace sluice::server

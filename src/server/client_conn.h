@@ -1,0 +1,148 @@
+#pragma once
+// One client connection and the exchange in flight on it: parse a request head, route it,
+// forward it to an upstream node over a pooled connection, and stream the response back,
+// with backpressure both ways. Requests on one connection are served one at a time, so
+// pipelined responses leave in order.
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "codec/h1/chunked.h"
+#include "codec/h1/parser.h"
+#include "http/message.h"
+#include "io/buffer.h"
+#include "io/event_loop.h"
+#include "io/outbox.h"
+#include "io/socket.h"
+#include "proxy/upstream_conn.h"
+#include "router/ip.h"
+#include "snapshot/snapshot.h"
+
+namespace sluice::server {
+
+class Worker;
+
+// Reason phrase for the status codes the gateway itself produces.
+std::string_view status_reason(int status);
+
+// Thread: worker
+class ClientConn : public io::IoHandler, public proxy::UpstreamOwner {
+ public:
+  ClientConn(Worker& w, int fd, const io::SockAddr& peer, uint16_t local_port);
+  ~ClientConn() override;
+
+  void on_io(uint32_t events) override;
+  void on_upstream_event() override;
+  // Called when the worker starts draining: idle connections close now, busy ones after
+  // their current response.
+  void on_drain();
+  int fd() const { return fd_; }
+
+ private:
+  enum class State {
+    kReadHead,      // waiting for (the rest of) a request head
+    kConnect,       // upstream TCP handshake in progress
+    kSendRequest,   // request head/body going upstream
+    kReadResponse,  // waiting for the upstream's response head
+    kSendResponse,  // response streaming to the client
+    kLocalReply,    // a gateway-made response is being written
+    kLinger,        // rejected: draining the client's leftover bytes before closing
+    kClosed,
+  };
+  enum class Step { kProgress, kWait, kDone };
+
+  void drive();
+  Step step();
+  Step read_head();
+  void start_exchange();
+  bool connect_next();
+  bool take_or_connect(int node, bool fresh);
+  void set_host_line(int node);
+  Step produce_request_piece();
+  Step upstream_write_failed(int err);
+  void build_upstream_head();
+  Step send_request();
+  Step pump_request_body();
+  Step read_response_head();
+  void build_response_head();
+  Step send_response();
+  Step produce_response_piece();
+  void add_response_data(std::string_view data);
+  Step read_upstream(bool* eof);
+  void finish_exchange();
+  void release_upstream(bool reusable);
+  void upstream_failed(int status, const char* why);
+  bool can_retry_idle_failure() const;
+  void local_reply(int status, std::string_view body, bool close);
+  void next_request();
+  Step write_local_reply();
+  Step linger();
+  Step read_client(bool* eof);
+  void arm_timer(uint32_t ms);
+  static void on_timeout(void* self);
+  void handle_timeout();
+  void close_now();
+
+  Worker& w_;
+  int fd_;
+  std::string peer_ip_;
+  router::IpAddr peer_addr_;
+  uint16_t local_port_;
+  State state_ = State::kReadHead;
+  bool rd_ready_ = true;
+  bool wr_ready_ = true;
+  bool client_eof_ = false;
+  io::Timer timer_{&ClientConn::on_timeout, this};
+  io::Buffer in_;
+  io::Outbox out_;
+  size_t out_consume_ = 0;  // upstream buffer bytes to drop once out_ is flushed
+
+  // The request in flight. Views in req_ die once the upstream head is built.
+  http::RequestHead req_;
+  http::Method method_ = http::Method::kGet;
+  bool keep_alive_ = true;
+  bool client_http10_ = false;
+  bool sent_continue_ = false;
+  bool linger_after_ = false;
+  size_t head_len_ = 0;
+  snapshot::SnapshotPtr snap_;
+  const snapshot::Route* route_ = nullptr;
+  const upstream::Upstream* up_conf_ = nullptr;
+  http::BodyKind req_body_ = http::BodyKind::kNone;
+  uint64_t req_left_ = 0;
+  bool req_body_done_ = true;
+  h1::ChunkedDecoder req_chunked_;
+  std::string up_head_;
+  io::Outbox up_out_;
+  size_t up_out_consume_ = 0;  // client buffer bytes to drop once up_out_ is flushed
+  char up_chunk_hdr_[24];
+  bool up_piece_ = false;  // up_out_ holds a body piece (chunk header buffer in use)
+  size_t host_offset_ = 0;  // where the Host line goes in up_head_
+  size_t host_len_ = 0;
+  std::string client_host_;
+  std::string xff_prev_;
+
+  // The upstream side.
+  std::unique_ptr<proxy::UpstreamConn> up_;
+  int node_ = -1;
+  uint64_t tried_ = 0;   // bit per node already tried
+  int tries_left_ = 0;   // further nodes we may still try on connect failure
+  bool up_reused_ = false;
+  bool retried_idle_ = false;
+  bool response_started_ = false;  // a byte of the response reached the client outbox
+
+  // The response in flight.
+  http::ResponseHead resp_;
+  http::BodyKind resp_body_ = http::BodyKind::kNone;
+  uint64_t resp_left_ = 0;
+  bool resp_chunk_out_ = false;  // re-frame the body as chunked for the client
+  bool resp_done_ = false;       // the upstream body ended
+  bool last_chunk_sent_ = false;
+  h1::ChunkedDecoder resp_chunked_;
+  std::string out_head_;
+  char chunk_hdr_[24];
+  bool piece_ = false;  // out_ holds a body piece (chunk_hdr_ in use)
+};
+
+}  // namespace sluice::server

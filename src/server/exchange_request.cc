@@ -1,0 +1,413 @@
+// The request half of an exchange: route, pick a node, connect or reuse a pooled connection,
+// send the rebuilt head and stream the body upstream with backpressure.
+
+#include <sys/socket.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include <fmt/format.h>
+
+#include "common/log.h"
+#include "server/client_conn.h"
+#include "server/worker.h"
+
+namespace sluice::server {
+
+namespace {
+
+constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
+
+// True when `name` is one of the tokens of the request's Connection header(s).
+bool named_in_connection(const http::RequestHead& req, std::string_view name) {
+  for (size_t i = 0; i < req.num_headers; ++i) {
+    if (!http::iequals(req.headers[i].name, "connection")) {
+      continue;
+    }
+    std::string_view v = req.headers[i].value;
+    while (!v.empty()) {
+      size_t comma = v.find(',');
+      std::string_view tok = v.substr(0, comma);
+      while (!tok.empty() && (tok.front() == ' ' || tok.front() == '\t')) {
+        tok.remove_prefix(1);
+      }
+      while (!tok.empty() && (tok.back() == ' ' || tok.back() == '\t')) {
+        tok.remove_suffix(1);
+      }
+      if (http::iequals(tok, name)) {
+        return true;
+      }
+      v = comma == std::string_view::npos ? std::string_view() : v.substr(comma + 1);
+    }
+  }
+  return false;
+}
+
+// Headers the gateway sets itself or regenerates.
+bool replaced_upstream(std::string_view n) {
+  return http::iequals(n, "host") || http::iequals(n, "content-length") ||
+         http::iequals(n, "expect") || http::iequals(n, "x-real-ip") ||
+         http::iequals(n, "x-forwarded-for") || http::iequals(n, "x-forwarded-proto") ||
+         http::iequals(n, "x-forwarded-host") || http::iequals(n, "x-forwarded-port");
+}
+
+std::string_view strip_port(std::string_view host) {
+  if (!host.empty() && host.front() == '[') {
+    size_t end = host.find(']');
+    return end == std::string_view::npos ? host : host.substr(0, end + 1);
+  }
+  size_t colon = host.rfind(':');
+  return colon == std::string_view::npos ? host : host.substr(0, colon);
+}
+
+}  // namespace
+
+void ClientConn::start_exchange() {
+  method_ = req_.method;
+  client_http10_ = req_.version_minor == 0;
+  keep_alive_ = req_.keep_alive && !w_.draining();
+  req_body_ = req_.body_kind;
+  req_left_ = req_.content_length;
+  req_body_done_ = req_body_ == http::BodyKind::kNone;
+  req_chunked_.reset();
+  response_started_ = false;
+  retried_idle_ = false;
+  tried_ = 0;
+
+  snap_ = w_.snapshot();
+  const router::RouteSpec* spec = nullptr;
+  if (snap_) {
+    router::MatchContext ctx{&req_, peer_ip_, peer_addr_, local_port_};
+    spec = snap_->table.match(ctx);
+  }
+  if (spec == nullptr) {
+    in_.consume(head_len_);
+    local_reply(404, "{\"error_msg\":\"404 Route Not Found\"}\n", false);
+    return;
+  }
+  route_ = &snap_->routes[spec->index];
+  up_conf_ = route_->upstream;
+  int status = 0;
+  std::string_view msg;
+  if (route_->target == snapshot::RouteTarget::kServiceMissing) {
+    status = 404;
+    msg = "{\"error_msg\":\"404 Route Not Found\"}\n";
+  } else if (route_->target == snapshot::RouteTarget::kNoUpstream) {
+    status = 503;
+    msg = "{\"error_msg\":\"missing upstream configuration in Route or Service\"}\n";
+  } else if (up_conf_->nodes.empty()) {
+    status = 503;
+    msg = "{\"error_msg\":\"no valid upstream node\"}\n";
+  } else if (w_.settings().client_max_body_size != 0 && req_body_ == http::BodyKind::kLength &&
+             req_left_ > w_.settings().client_max_body_size) {
+    status = 413;
+  }
+  if (status != 0) {
+    in_.consume(head_len_);
+    local_reply(status, msg, false);
+    return;
+  }
+  build_upstream_head();
+  in_.consume(head_len_);  // req_'s views are dead from here on
+  if (req_.expect_continue && !req_body_done_ && in_.empty()) {
+    out_.add(kContinue);
+  }
+  tries_left_ = up_conf_->retries;
+  if (!connect_next()) {
+    upstream_failed(502, "no node reachable");
+  }
+}
+
+void ClientConn::build_upstream_head() {
+  std::string& h = up_head_;
+  h.clear();
+  h.append(req_.method_text).push_back(' ');
+  if (!req_.authority.empty()) {
+    h.append(req_.path.empty() ? std::string_view("/") : req_.path);
+    if (!req_.query.empty()) {
+      h.append("?").append(req_.query);
+    }
+  } else {
+    h.append(req_.target);
+  }
+  h.append(" HTTP/1.1\r\n");
+  // Host is filled per node in host_line(); pass/rewrite are node independent.
+  host_offset_ = h.size();
+  xff_prev_.clear();
+  for (size_t i = 0; i < req_.num_headers; ++i) {
+    const http::Header& hd = req_.headers[i];
+    if (http::iequals(hd.name, "x-forwarded-for")) {
+      if (!xff_prev_.empty()) {
+        xff_prev_.append(", ");
+      }
+      xff_prev_.append(hd.value);
+      continue;
+    }
+    if (http::is_hop_by_hop(hd.name) || replaced_upstream(hd.name) ||
+        named_in_connection(req_, hd.name)) {
+      continue;
+    }
+    h.append(hd.name).append(": ").append(hd.value).append("\r\n");
+  }
+  h.append("X-Real-IP: ").append(peer_ip_).append("\r\nX-Forwarded-For: ");
+  if (!xff_prev_.empty()) {
+    h.append(xff_prev_).append(", ");
+  }
+  h.append(peer_ip_).append("\r\nX-Forwarded-Proto: http\r\nX-Forwarded-Host: ");
+  h.append(strip_port(req_.host));
+  fmt::format_to(std::back_inserter(h), "\r\nX-Forwarded-Port: {}\r\n", local_port_);
+  if (req_body_ == http::BodyKind::kLength) {
+    fmt::format_to(std::back_inserter(h), "Content-Length: {}\r\n", req_left_);
+  } else if (req_body_ == http::BodyKind::kChunked) {
+    h.append("Transfer-Encoding: chunked\r\n");
+  }
+  h.append("\r\n");
+  client_host_.assign(req_.host);
+}
+
+// Inserts the Host line for node `node` (pass_host decides which).
+void ClientConn::set_host_line(int node) {
+  std::string_view host;
+  switch (up_conf_->pass_host) {
+    case upstream::PassHost::kPass:
+      host = client_host_;
+      break;
+    case upstream::PassHost::kNode:
+      host = up_conf_->nodes[node].host_header;
+      break;
+    case upstream::PassHost::kRewrite:
+      host = up_conf_->upstream_host;
+      break;
+  }
+  if (host_len_ > 0) {
+    up_head_.erase(host_offset_, host_len_);
+  }
+  host_len_ = 0;
+  if (!host.empty()) {
+    // Three inserts in place: no temporary string on the request path.
+    up_head_.insert(host_offset_, "\r\n");
+    up_head_.insert(host_offset_, host);
+    up_head_.insert(host_offset_, "Host: ");
+    host_len_ = host.size() + 8;
+  }
+}
+
+bool ClientConn::connect_next() {
+  while (true) {
+    int node = w_.cursor(*up_conf_).pick(*up_conf_, tried_);
+    if (node < 0) {
+      return false;
+    }
+    if (node < 64) {
+      tried_ |= uint64_t{1} << node;
+    }
+    if (take_or_connect(node, false)) {
+      return true;
+    }
+    if (tries_left_-- <= 0) {
+      return false;
+    }
+  }
+}
+
+bool ClientConn::take_or_connect(int node, bool fresh) {
+  const upstream::Node& n = up_conf_->nodes[node];
+  node_ = node;
+  set_host_line(node);
+  up_out_.clear();
+  up_out_consume_ = 0;
+  up_out_.add(up_head_);
+  up_piece_ = false;
+  if (!fresh) {
+    up_ = w_.pool().take(n.addr_key);
+  }
+  if (up_) {
+    up_->owner = this;
+    up_reused_ = true;
+    state_ = State::kSendRequest;
+    arm_timer(route_->timeouts.send_ms);
+    return true;
+  }
+  int fd = io::connect_nonblocking(n.addr);
+  if (fd < 0) {
+    SLUICE_LOG(kError, "connect to {} failed: {}", n.addr_key, strerror(-fd));
+    return false;
+  }
+  up_ = std::make_unique<proxy::UpstreamConn>(fd, n.addr_key);
+  up_->in().reserve_total(w_.settings().read_buffer);
+  up_->owner = this;
+  up_reused_ = false;
+  w_.loop().add(fd, up_.get());
+  state_ = State::kConnect;
+  arm_timer(route_->timeouts.connect_ms);
+  return true;
+}
+
+ClientConn::Step ClientConn::send_request() {
+  if (state_ == State::kConnect) {
+    if (!up_->writable && !up_->hangup) {
+      return Step::kWait;
+    }
+    int err = io::socket_error(up_->fd());
+    if (err != 0) {
+      SLUICE_LOG(kError, "connect to {} failed: {}", up_->key(), strerror(err));
+      release_upstream(false);
+      if (tries_left_-- > 0 && connect_next()) {
+        return Step::kProgress;
+      }
+      upstream_failed(502, "connect failed");
+      return Step::kProgress;
+    }
+    up_->connected = true;
+    state_ = State::kSendRequest;
+    arm_timer(route_->timeouts.send_ms);
+  }
+  while (true) {
+    if (!up_piece_ && !req_body_done_) {
+      Step s = produce_request_piece();
+      if (state_ != State::kSendRequest) {
+        return Step::kProgress;
+      }
+      if (s == Step::kWait && up_out_.empty()) {
+        arm_timer(w_.settings().body_timeout_ms);
+        return Step::kWait;
+      }
+    }
+    if (up_out_.empty()) {
+      if (req_body_done_) {
+        ++up_->requests;
+        state_ = State::kReadResponse;
+        arm_timer(route_->timeouts.read_ms);
+        return Step::kProgress;
+      }
+      continue;
+    }
+    if (!up_->writable) {
+      return Step::kWait;
+    }
+    int err = 0;
+    io::Outbox::Result r = up_out_.flush(up_->fd(), &err);
+    if (r == io::Outbox::Result::kBlocked) {
+      up_->writable = false;
+      arm_timer(route_->timeouts.send_ms);
+      return Step::kWait;
+    }
+    if (r == io::Outbox::Result::kError) {
+      return upstream_write_failed(err);
+    }
+    in_.consume(up_out_consume_);
+    up_out_consume_ = 0;
+    up_piece_ = false;
+  }
+}
+
+ClientConn::Step ClientConn::upstream_write_failed(int err) {
+  SLUICE_LOG(kInfo, "write to upstream {} failed: {}", up_->key(), strerror(err));
+  if (can_retry_idle_failure()) {
+    int node = node_;
+    release_upstream(false);
+    retried_idle_ = true;
+    if (!take_or_connect(node, true)) {
+      upstream_failed(502, "reconnect failed");
+    }
+    return Step::kProgress;
+  }
+  if (!up_->in().empty() || up_->readable) {
+    // The upstream answered early (e.g. 413) and closed: relay that answer.
+    keep_alive_ = false;
+    req_body_done_ = true;
+    up_out_.clear();
+    state_ = State::kReadResponse;
+    return Step::kProgress;
+  }
+  upstream_failed(502, "upstream write failed");
+  return Step::kProgress;
+}
+
+// Loads the next piece of request body into up_out_, reading from the client as needed.
+ClientConn::Step ClientConn::produce_request_piece() {
+  while (true) {
+    if (!in_.empty()) {
+      if (req_body_ == http::BodyKind::kLength) {
+        size_t n = static_cast<size_t>(std::min<uint64_t>(req_left_, in_.size()));
+        up_out_.add({in_.data(), n});
+        up_out_consume_ = n;
+        req_left_ -= n;
+        req_body_done_ = req_left_ == 0;
+        up_piece_ = true;
+        return Step::kProgress;
+      }
+      h1::ChunkedDecoder::Step st = req_chunked_.step(in_.view());
+      switch (st.status) {
+        case h1::ChunkedDecoder::Status::kData: {
+          size_t hl = h1::format_chunk_size(st.data.size(), up_chunk_hdr_);
+          up_out_.add({up_chunk_hdr_, hl});
+          up_out_.add(st.data);
+          up_out_.add(h1::kChunkEnd);
+          up_out_consume_ = st.consumed;
+          up_piece_ = true;
+          return Step::kProgress;
+        }
+        case h1::ChunkedDecoder::Status::kDone:
+          in_.consume(st.consumed);
+          up_out_.add(h1::kLastChunk);
+          req_body_done_ = true;
+          up_piece_ = true;
+          return Step::kProgress;
+        case h1::ChunkedDecoder::Status::kError:
+          SLUICE_LOG(kInfo, "client {}: bad chunked request body", peer_ip_);
+          local_reply(400, {}, true);
+          return Step::kProgress;
+        case h1::ChunkedDecoder::Status::kNeedMore:
+          in_.consume(st.consumed);
+          if (st.consumed > 0 && !in_.empty()) {
+            continue;
+          }
+          break;
+      }
+    }
+    if (client_eof_) {
+      close_now();  // the client went away mid-body
+      return Step::kProgress;
+    }
+    if (!up_out_.empty()) {
+      return Step::kWait;  // never move in_ while up_out_ may point into it
+    }
+    bool eof = false;
+    Step s = read_client(&eof);
+    if (s == Step::kWait) {
+      return Step::kWait;
+    }
+    arm_timer(w_.settings().body_timeout_ms);
+  }
+}
+
+bool ClientConn::can_retry_idle_failure() const {
+  return up_reused_ && !retried_idle_ && !response_started_ && http::is_idempotent(method_) &&
+         req_body_ == http::BodyKind::kNone && up_ && up_->in().empty();
+}
+
+void ClientConn::release_upstream(bool reusable) {
+  if (!up_) {
+    return;
+  }
+  up_->owner = nullptr;
+  if (reusable && !up_->hangup && up_->requests < up_conf_->pool_requests) {
+    up_->readable = false;
+    w_.pool().put(std::move(up_), up_conf_->pool_size, up_conf_->pool_idle_ms);
+  } else {
+    w_.loop().retire(std::move(up_));
+  }
+}
+
+void ClientConn::upstream_failed(int status, const char* why) {
+  SLUICE_LOG(kError, "upstream {} for {}: {}", up_ ? up_->key() : std::string("-"), peer_ip_,
+             why);
+  if (response_started_) {
+    close_now();
+    return;
+  }
+  local_reply(status, {}, false);
+}
+
+}  // namespace sluice::server

@@ -1,0 +1,303 @@
+// The response half of an exchange: read and check the upstream's head, rebuild it for the
+// client, and stream the body back with its framing regenerated, never copied.
+
+#include <sys/socket.h>
+
+#include <cerrno>
+
+#include <fmt/format.h>
+
+#include "common/log.h"
+#include "server/client_conn.h"
+#include "server/worker.h"
+
+namespace sluice::server {
+
+namespace {
+
+bool named_in_connection(const http::ResponseHead& resp, std::string_view name) {
+  for (size_t i = 0; i < resp.num_headers; ++i) {
+    if (!http::iequals(resp.headers[i].name, "connection")) {
+      continue;
+    }
+    std::string_view v = resp.headers[i].value;
+    while (!v.empty()) {
+      size_t comma = v.find(',');
+      std::string_view tok = v.substr(0, comma);
+      while (!tok.empty() && (tok.front() == ' ' || tok.front() == '\t')) {
+        tok.remove_prefix(1);
+      }
+      while (!tok.empty() && (tok.back() == ' ' || tok.back() == '\t')) {
+        tok.remove_suffix(1);
+      }
+      if (http::iequals(tok, name)) {
+        return true;
+      }
+      v = comma == std::string_view::npos ? std::string_view() : v.substr(comma + 1);
+    }
+  }
+  return false;
+}
+
+}  // namespace
+
+// Reads from the upstream into its buffer. kProgress with *eof set on FIN or reset.
+ClientConn::Step ClientConn::read_upstream(bool* eof) {
+  *eof = false;
+  if (!up_->readable) {
+    return Step::kWait;
+  }
+  io::Buffer& b = up_->in();
+  if (b.writable() == 0) {
+    b.compact();
+    if (b.writable() == 0) {
+      if (b.capacity() >= w_.settings().max_read_buffer) {
+        return Step::kWait;
+      }
+      b.reserve_total(std::min(b.capacity() * 2, w_.settings().max_read_buffer));
+    }
+  }
+  size_t room = b.writable();
+  ssize_t n = ::recv(up_->fd(), b.write_ptr(), room, 0);
+  if (n > 0) {
+    b.commit(static_cast<size_t>(n));
+    if (static_cast<size_t>(n) < room) {
+      up_->readable = false;
+    }
+    return Step::kProgress;
+  }
+  if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) {
+    up_->readable = errno == EINTR;
+    return Step::kWait;
+  }
+  up_->readable = false;
+  up_->hangup = true;
+  *eof = true;
+  return Step::kProgress;
+}
+
+ClientConn::Step ClientConn::read_response_head() {
+  while (true) {
+    io::Buffer& b = up_->in();
+    if (!b.empty()) {
+      h1::ParseResult r = h1::parse_response(b.view(), w_.settings().limits, method_, &resp_);
+      if (r.status == h1::ParseStatus::kComplete) {
+        if (resp_.status >= 100 && resp_.status < 200 && resp_.status != 101) {
+          b.consume(r.consumed);  // interim responses are the gateway's business, not relayed
+          continue;
+        }
+        if (resp_.status == 101) {
+          upstream_failed(502, "protocol upgrade is not supported");
+          return Step::kProgress;
+        }
+        build_response_head();
+        b.consume(r.consumed);
+        state_ = State::kSendResponse;
+        return Step::kProgress;
+      }
+      if (r.status == h1::ParseStatus::kError) {
+        upstream_failed(502, r.error);
+        return Step::kProgress;
+      }
+    }
+    bool eof = false;
+    Step s = read_upstream(&eof);
+    if (eof) {
+      if (can_retry_idle_failure()) {
+        // A pooled connection the upstream had closed: one fresh try for an idempotent request.
+        int node = node_;
+        release_upstream(false);
+        retried_idle_ = true;
+        if (!take_or_connect(node, true)) {
+          upstream_failed(502, "reconnect failed");
+        }
+        return Step::kProgress;
+      }
+      upstream_failed(502, "upstream closed before the response head");
+      return Step::kProgress;
+    }
+    if (s == Step::kWait) {
+      return Step::kWait;
+    }
+    arm_timer(route_->timeouts.read_ms);
+  }
+}
+
+void ClientConn::build_response_head() {
+  resp_body_ = resp_.body_kind;
+  resp_left_ = resp_.content_length;
+  resp_done_ = resp_body_ == http::BodyKind::kNone ||
+               (resp_body_ == http::BodyKind::kLength && resp_left_ == 0);
+  resp_chunked_.reset();
+  last_chunk_sent_ = false;
+  resp_chunk_out_ = false;
+  bool pass_length = false;  // HEAD and 304 keep the upstream's Content-Length as is
+  if (resp_body_ == http::BodyKind::kChunked || resp_body_ == http::BodyKind::kUntilClose) {
+    if (client_http10_) {
+      keep_alive_ = false;  // a 1.0 client learns the end from the close
+    } else {
+      resp_chunk_out_ = true;
+    }
+  } else if (resp_body_ == http::BodyKind::kNone) {
+    pass_length = method_ == http::Method::kHead || resp_.status == 304;
+  }
+  if (!req_body_done_ || w_.draining()) {
+    keep_alive_ = false;
+  }
+  const Settings& st = w_.settings();
+  std::string& h = out_head_;
+  h.clear();
+  fmt::format_to(std::back_inserter(h), "HTTP/1.1 {} ", resp_.status);
+  h.append(resp_.reason).append("\r\n");
+  for (size_t i = 0; i < resp_.num_headers; ++i) {
+    const http::Header& hd = resp_.headers[i];
+    if (http::is_hop_by_hop(hd.name) || named_in_connection(resp_, hd.name)) {
+      continue;
+    }
+    if (http::iequals(hd.name, "content-length") && !pass_length) {
+      continue;
+    }
+    if (!st.server_header.empty() && http::iequals(hd.name, "server")) {
+      continue;
+    }
+    h.append(hd.name).append(": ").append(hd.value).append("\r\n");
+  }
+  h.append(st.server_header);
+  if (resp_body_ == http::BodyKind::kLength) {
+    fmt::format_to(std::back_inserter(h), "Content-Length: {}\r\n", resp_left_);
+  } else if (resp_chunk_out_) {
+    h.append("Transfer-Encoding: chunked\r\n");
+  }
+  if (!keep_alive_) {
+    h.append("Connection: close\r\n");
+  } else if (client_http10_) {
+    h.append("Connection: keep-alive\r\n");
+  }
+  h.append("\r\n");
+  out_.clear();
+  out_.add(h);
+  out_consume_ = 0;
+  piece_ = false;
+  response_started_ = true;
+}
+
+// Loads the next piece of response body into out_.
+ClientConn::Step ClientConn::produce_response_piece() {
+  io::Buffer& b = up_->in();
+  while (!b.empty() && !resp_done_) {
+    if (resp_body_ == http::BodyKind::kLength || resp_body_ == http::BodyKind::kUntilClose) {
+      size_t n = b.size();
+      if (resp_body_ == http::BodyKind::kLength) {
+        n = static_cast<size_t>(std::min<uint64_t>(resp_left_, n));
+        resp_left_ -= n;
+        resp_done_ = resp_left_ == 0;
+      }
+      add_response_data({b.data(), n});
+      out_consume_ = n;
+      return Step::kProgress;
+    }
+    h1::ChunkedDecoder::Step s = resp_chunked_.step(b.view());
+    switch (s.status) {
+      case h1::ChunkedDecoder::Status::kData:
+        add_response_data(s.data);
+        out_consume_ = s.consumed;
+        return Step::kProgress;
+      case h1::ChunkedDecoder::Status::kDone:
+        b.consume(s.consumed);
+        resp_done_ = true;
+        break;
+      case h1::ChunkedDecoder::Status::kNeedMore:
+        b.consume(s.consumed);
+        if (s.consumed == 0) {
+          return Step::kWait;
+        }
+        break;
+      case h1::ChunkedDecoder::Status::kError:
+        SLUICE_LOG(kError, "upstream {}: bad chunked framing", up_->key());
+        close_now();
+        return Step::kProgress;
+    }
+  }
+  return resp_done_ ? Step::kDone : Step::kWait;
+}
+
+void ClientConn::add_response_data(std::string_view data) {
+  piece_ = true;
+  if (resp_chunk_out_) {
+    size_t hl = h1::format_chunk_size(data.size(), chunk_hdr_);
+    out_.add({chunk_hdr_, hl});
+    out_.add(data);
+    out_.add(h1::kChunkEnd);
+  } else {
+    out_.add(data);
+  }
+}
+
+ClientConn::Step ClientConn::send_response() {
+  while (true) {
+    if (!piece_ && !resp_done_) {
+      produce_response_piece();
+      if (state_ != State::kSendResponse) {
+        return Step::kProgress;
+      }
+    }
+    if (resp_done_ && resp_chunk_out_ && !last_chunk_sent_) {
+      out_.add(h1::kLastChunk);
+      last_chunk_sent_ = true;
+    }
+    if (out_.empty()) {
+      if (resp_done_) {
+        finish_exchange();
+        return Step::kProgress;
+      }
+      bool eof = false;
+      Step s = read_upstream(&eof);
+      if (eof) {
+        if (resp_body_ == http::BodyKind::kUntilClose) {
+          resp_done_ = true;
+          continue;
+        }
+        SLUICE_LOG(kError, "upstream {} closed mid-body", up_->key());
+        close_now();
+        return Step::kProgress;
+      }
+      if (s == Step::kWait) {
+        arm_timer(route_->timeouts.read_ms);
+        return Step::kWait;
+      }
+      continue;
+    }
+    if (!wr_ready_) {
+      return Step::kWait;
+    }
+    int err = 0;
+    io::Outbox::Result r = out_.flush(fd_, &err);
+    if (r == io::Outbox::Result::kBlocked) {
+      wr_ready_ = false;
+      arm_timer(w_.settings().send_timeout_ms);
+      return Step::kWait;
+    }
+    if (r == io::Outbox::Result::kError) {
+      close_now();
+      return Step::kProgress;
+    }
+    up_->in().consume(out_consume_);
+    out_consume_ = 0;
+    piece_ = false;
+  }
+}
+
+void ClientConn::finish_exchange() {
+  bool reusable = resp_.keep_alive && resp_body_ != http::BodyKind::kUntilClose &&
+                  req_body_done_ && up_->in().empty();
+  release_upstream(reusable);
+  snap_.reset();
+  route_ = nullptr;
+  if (!keep_alive_) {
+    close_now();
+    return;
+  }
+  next_request();
+}
+
+}  // namespace sluice::server

@@ -1,0 +1,70 @@
+#pragma once
+// A worker: one thread's event loop with its listeners, client connections, upstream pool,
+// balancer cursors and the snapshot it currently serves. Shared-nothing: the control thread
+// talks to it only through EventLoop::post.
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "io/event_loop.h"
+#include "proxy/pool.h"
+#include "server/settings.h"
+#include "snapshot/snapshot.h"
+#include "upstream/balancer.h"
+
+namespace sluice::server {
+
+class ClientConn;
+class Listener;
+
+// Thread: worker (constructed on the control thread before the loop runs)
+class Worker {
+ public:
+  Worker(int id, std::shared_ptr<const Settings> settings);
+  ~Worker();
+
+  // Adopts a listening socket (before run()).
+  void add_listener(int fd);
+  // Runs the loop until drained or stopped.
+  void run();
+
+  // Thread: any. Swap in a new snapshot; requests in flight keep theirs.
+  void publish(snapshot::SnapshotPtr snap);
+  // Thread: any. Stop accepting; finish in-flight requests; exit the loop when idle, or after
+  // `deadline_ms` closing whatever is left.
+  void drain(uint32_t deadline_ms);
+
+  // --- used by connections (worker thread) ---
+  io::EventLoop& loop() { return loop_; }
+  const Settings& settings() const { return *settings_; }
+  const snapshot::SnapshotPtr& snapshot() const { return snapshot_; }
+  upstream::RoundRobin& cursor(const upstream::Upstream& up);
+  proxy::Pool& pool() { return pool_; }
+  bool draining() const { return draining_; }
+  void accept_client(int fd, const io::SockAddr& peer, uint16_t local_port);
+  void close_client(ClientConn* c);
+  std::string_view http_date();  // IMF-fixdate, cached per second
+  int id() const { return id_; }
+
+ private:
+  static void on_drain_deadline(void* self);
+  void maybe_finish_drain();
+
+  int id_;
+  std::shared_ptr<const Settings> settings_;
+  io::EventLoop loop_;
+  snapshot::SnapshotPtr snapshot_;
+  std::vector<upstream::RoundRobin> cursors_;  // by Upstream::index of snapshot_
+  proxy::Pool pool_;
+  std::vector<std::unique_ptr<Listener>> listeners_;
+  std::unordered_map<ClientConn*, std::unique_ptr<ClientConn>> clients_;
+  bool draining_ = false;
+  io::Timer drain_timer_{&Worker::on_drain_deadline, this};
+  int64_t date_second_ = -1;
+  char date_[40] = {0};
+};
+
+}  // namespace sluice::server

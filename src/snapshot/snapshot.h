@@ -1,0 +1,41 @@
+#pragma once
+// The immutable configuration a worker serves from: the compiled route table, the routes'
+// resolved targets and the upstreams. Built by config::SnapshotBuilder on the control
+// thread, shared with workers as shared_ptr<const Snapshot>; a request pins one for its life.
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "router/route_table.h"
+#include "upstream/upstream.h"
+
+namespace sluice::snapshot {
+
+enum class RouteTarget {
+  kUpstream,        // proxy to `upstream`
+  kNoUpstream,      // neither route nor service has one: 503
+  kServiceMissing,  // service_id names nothing: 404
+};
+
+// Thread: any (immutable)
+struct Route {
+  std::string id;
+  std::string service_id;
+  RouteTarget target = RouteTarget::kNoUpstream;
+  const upstream::Upstream* upstream = nullptr;  // owned by the Snapshot
+  upstream::Timeouts timeouts;                   // route timeout, else the upstream's
+};
+
+// Thread: any (immutable)
+struct Snapshot {
+  uint64_t version = 0;
+  router::RouteTable table;
+  std::vector<Route> routes;  // RouteSpec::index points here
+  std::vector<std::unique_ptr<upstream::Upstream>> upstreams;
+};
+
+using SnapshotPtr = std::shared_ptr<const Snapshot>;
+
+}  // namespace sluice::snapshot

@@ -1,0 +1,39 @@
+#pragma once
+// Host name resolution for upstream nodes, done on the control thread so a worker never
+// blocks on DNS. Answers are kept for `valid_seconds` (apisix.dns_resolver_valid); refresh()
+// re-resolves expired names and says whether any answer changed, so the caller can rebuild
+// the snapshot with the new addresses.
+
+#include <cstdint>
+#include <string>
+#include <unordered_map>
+
+namespace sluice::upstream {
+
+// Thread: control
+class DnsCache {
+ public:
+  explicit DnsCache(double valid_seconds) : valid_ms_(static_cast<uint64_t>(valid_seconds * 1000)) {}
+
+  // The address text for `host` ("" when it does not resolve). IP literals pass through.
+  std::string lookup(const std::string& host);
+  // Re-resolves names whose answer expired. True when some answer changed.
+  bool refresh();
+  void set_valid_seconds(double s) { valid_ms_ = static_cast<uint64_t>(s * 1000); }
+
+ private:
+  struct Entry {
+    std::string ip;
+    uint64_t expires_ms = 0;
+    uint64_t last_used_ms = 0;
+  };
+  static std::string resolve(const std::string& host);
+
+  uint64_t valid_ms_;
+  std::unordered_map<std::string, Entry> entries_;
+};
+
+// True when `host` is an IPv4 or IPv6 literal.
+bool is_ip_literal(const std::string& host);
+
+}  // namespace sluice::upstream

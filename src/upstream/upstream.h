@@ -1,0 +1,50 @@
+#pragma once
+// An upstream as workers see it: resolved nodes, timeouts and pool settings. Immutable once
+// published; per-worker mutable state (balancer cursors, pools) lives beside it, indexed by
+// `index`.
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "io/socket.h"
+
+namespace sluice::upstream {
+
+enum class PassHost { kPass, kNode, kRewrite };
+
+// Thread: any (immutable)
+struct Node {
+  std::string host;         // as configured (IP literal or DNS name)
+  uint16_t port = 0;
+  int weight = 1;
+  int priority = 0;
+  bool resolved = false;    // false: DNS gave no address; the node is skipped
+  io::SockAddr addr;        // valid when resolved
+  std::string addr_key;     // "ip:port", the keep-alive pool key
+  std::string host_header;  // "host" or "host:port" (port omitted when 80), for pass_host node
+  std::string ip;           // textual IP, for logs and metrics
+};
+
+// Thread: any (immutable)
+struct Timeouts {
+  uint32_t connect_ms = 60000;
+  uint32_t send_ms = 60000;
+  uint32_t read_ms = 60000;
+};
+
+// Thread: any (immutable)
+struct Upstream {
+  std::string id;       // resource id, or "route:<id>" for an inline upstream
+  uint32_t index = 0;   // position in the snapshot's upstream list
+  std::vector<Node> nodes;
+  int retries = 0;      // extra tries on connect failure
+  Timeouts timeouts;
+  uint32_t pool_size = 320;
+  uint32_t pool_idle_ms = 60000;
+  uint32_t pool_requests = 1000;
+  PassHost pass_host = PassHost::kPass;
+  std::string upstream_host;
+};
+
+}  // namespace sluice::upstream
