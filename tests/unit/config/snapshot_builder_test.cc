@@ -1,0 +1,170 @@
+#include "config/snapshot_builder.h"
+
+#include <gtest/gtest.h>
+
+#include "config/standalone.h"
+#include "http/message.h"
+
+namespace sluice::config {
+namespace {
+
+BuildResult build_ok(const std::string& yaml) {
+  auto set = parse_standalone(yaml + "\n#END\n");
+  EXPECT_TRUE(set.is_ok()) << set.status().message();
+  upstream::DnsCache dns(30);
+  auto built = build_snapshot(*set, dns, 7);
+  EXPECT_TRUE(built.is_ok()) << built.status().message();
+  return std::move(built).value();
+}
+
+std::string build_error(const std::string& yaml) {
+  auto set = parse_standalone(yaml + "\n#END\n");
+  EXPECT_TRUE(set.is_ok()) << set.status().message();
+  upstream::DnsCache dns(30);
+  auto built = build_snapshot(*set, dns, 1);
+  EXPECT_FALSE(built.is_ok());
+  return built.is_ok() ? "" : built.status().message();
+}
+
+const snapshot::Route* match(const snapshot::Snapshot& s, std::string_view path,
+                             std::string_view host = "example.com") {
+  http::RequestHead req;
+  req.method = http::Method::kGet;
+  req.path = path;
+  req.host = host;
+  router::MatchContext ctx{&req, "127.0.0.1", {}, 9080};
+  router::parse_ip("127.0.0.1", &ctx.remote_ip);
+  const router::RouteSpec* spec = s.table.match(ctx);
+  return spec == nullptr ? nullptr : &s.routes[spec->index];
+}
+
+TEST(SnapshotBuilderTest, LinksInlineReferencedAndServiceUpstreams) {
+  BuildResult r = build_ok(R"(
+upstreams:
+  - id: u1
+    nodes: {"127.0.0.1:81": 1, "127.0.0.1:82": 3}
+    timeout: {connect: 1, send: 2, read: 3.5}
+    keepalive_pool: {size: 7, idle_timeout: 4, requests: 9}
+services:
+  - id: s1
+    upstream_id: u1
+    hosts: [svc.example]
+routes:
+  - id: inline
+    uri: /inline
+    upstream: {nodes: {"127.0.0.1:80": 1}, pass_host: node}
+  - id: by-id
+    uri: /by-id
+    upstream_id: u1
+  - id: via-service
+    uri: /svc
+    service_id: s1
+  - id: dangling
+    uri: /dangling
+    upstream_id: nope
+  - id: no-service
+    uri: /gone
+    service_id: nope
+  - id: off
+    uri: /off
+    status: 0
+    upstream_id: u1
+)");
+  const auto& s = *r.snapshot;
+  EXPECT_EQ(s.version, 7u);
+  EXPECT_EQ(s.routes.size(), 5u);  // status 0 is left out
+
+  const snapshot::Route* inl = match(s, "/inline");
+  ASSERT_NE(inl, nullptr);
+  ASSERT_EQ(inl->target, snapshot::RouteTarget::kUpstream);
+  EXPECT_EQ(inl->upstream->nodes[0].host_header, "127.0.0.1");
+  EXPECT_EQ(inl->upstream->pass_host, upstream::PassHost::kNode);
+  EXPECT_EQ(inl->upstream->retries, 0);
+  EXPECT_EQ(inl->timeouts.read_ms, 60000u);
+
+  const snapshot::Route* by_id = match(s, "/by-id");
+  ASSERT_NE(by_id, nullptr);
+  EXPECT_EQ(by_id->upstream->id, "u1");
+  EXPECT_EQ(by_id->upstream->retries, 1);  // nodes - 1
+  EXPECT_EQ(by_id->timeouts.read_ms, 3500u);
+  EXPECT_EQ(by_id->upstream->pool_size, 7u);
+  EXPECT_EQ(by_id->upstream->pool_idle_ms, 4000u);
+  EXPECT_EQ(by_id->upstream->pool_requests, 9u);
+  EXPECT_EQ(by_id->upstream->nodes[1].addr_key, "127.0.0.1:82");
+
+  // The service supplies both the upstream and the hosts.
+  EXPECT_EQ(match(s, "/svc"), nullptr);
+  const snapshot::Route* svc = match(s, "/svc", "svc.example");
+  ASSERT_NE(svc, nullptr);
+  EXPECT_EQ(svc->upstream->id, "u1");
+
+  EXPECT_EQ(match(s, "/dangling")->target, snapshot::RouteTarget::kNoUpstream);
+  EXPECT_EQ(match(s, "/gone")->target, snapshot::RouteTarget::kServiceMissing);
+  EXPECT_EQ(match(s, "/off"), nullptr);
+  EXPECT_EQ(r.warnings.size(), 2u);
+}
+
+TEST(SnapshotBuilderTest, RouteTimeoutOverridesUpstreamTimeout) {
+  BuildResult r = build_ok(R"(
+routes:
+  - id: 1
+    uri: /t
+    timeout: {connect: 0.5, send: 0.25, read: 0.75}
+    upstream: {nodes: {"127.0.0.1:80": 1}, timeout: {connect: 9, send: 9, read: 9}}
+)");
+  const snapshot::Route* t = match(*r.snapshot, "/t");
+  ASSERT_NE(t, nullptr);
+  EXPECT_EQ(t->timeouts.connect_ms, 500u);
+  EXPECT_EQ(t->timeouts.send_ms, 250u);
+  EXPECT_EQ(t->timeouts.read_ms, 750u);
+}
+
+TEST(SnapshotBuilderTest, HostNamesResolveAndHostHeaderKeepsPort) {
+  BuildResult r = build_ok(R"(
+routes:
+  - id: 1
+    uri: /h
+    upstream: {nodes: {"localhost:8080": 1}}
+)");
+  const upstream::Node& n = match(*r.snapshot, "/h")->upstream->nodes[0];
+  EXPECT_TRUE(n.resolved);
+  EXPECT_TRUE(n.ip == "127.0.0.1" || n.ip == "::1") << n.ip;
+  EXPECT_EQ(n.host_header, "localhost:8080");
+}
+
+TEST(SnapshotBuilderTest, OlderRouteWinsTiesByCreateTime) {
+  BuildResult r = build_ok(R"(
+routes:
+  - id: newer
+    uri: /same
+    create_time: 200
+    upstream: {nodes: {"127.0.0.1:80": 1}}
+  - id: older
+    uri: /same
+    create_time: 100
+    upstream: {nodes: {"127.0.0.1:80": 1}}
+)");
+  EXPECT_EQ(match(*r.snapshot, "/same")->id, "older");
+}
+
+TEST(SnapshotBuilderTest, BadVarsOrCidrRejectTheWholeSet) {
+  EXPECT_NE(build_error(R"(
+routes:
+  - id: 1
+    uri: /v
+    vars: [["arg_x", "no-such-op", "1"]]
+    upstream: {nodes: {"127.0.0.1:80": 1}}
+)").find("route 1:"),
+            std::string::npos);
+  EXPECT_NE(build_error(R"(
+routes:
+  - id: 2
+    uri: /c
+    remote_addrs: ["10.0.0.0/99"]
+    upstream: {nodes: {"127.0.0.1:80": 1}}
+)").find("remote_addrs"),
+            std::string::npos);
+}
+
+}  // namespace
+}  // namespace sluice::config
