@@ -1,0 +1,288 @@
+#include <charconv>
+#include <cmath>
+#include <cstring>
+#include <string_view>
+
+#include "router/expr_program.h"
+#include "router/text.h"
+
+namespace sluice::router {
+
+namespace {
+
+using std::string_view;
+
+constexpr string_view kSpaces = " \t";
+
+string_view trim(string_view s) {
+  const size_t b = s.find_first_not_of(kSpaces);
+  if (b == string_view::npos) {
+    return {};
+  }
+  return s.substr(b, s.find_last_not_of(kSpaces) - b + 1);
+}
+
+// Per-evaluation storage for variables that are not plain views into the request.
+struct Scratch {
+  char host[kMaxHostLen];
+  char port[8];
+};
+
+bool find_arg(string_view query, string_view name, string_view* out) {
+  while (!query.empty()) {
+    const size_t amp = query.find('&');
+    const string_view pair = query.substr(0, amp);
+    const size_t eq = pair.find('=');
+    if (pair.substr(0, eq) == name) {
+      *out = eq == string_view::npos ? string_view() : pair.substr(eq + 1);
+      return true;
+    }
+    if (amp == string_view::npos) {
+      break;
+    }
+    query.remove_prefix(amp + 1);
+  }
+  return false;
+}
+
+// nginx's $http_<name>: the header name lower-cased with '-' read as '_'.
+bool header_name_is(string_view header, string_view var_name) {
+  if (header.size() != var_name.size()) {
+    return false;
+  }
+  for (size_t i = 0; i < header.size(); ++i) {
+    const char c = header[i] == '-' ? '_' : ascii_lower(header[i]);
+    if (c != var_name[i]) {
+      return false;
+    }
+  }
+  return true;
+}
+
+bool find_header(const http::RequestHead& req, string_view name, string_view* out) {
+  for (size_t i = 0; i < req.num_headers; ++i) {
+    if (header_name_is(req.headers[i].name, name)) {
+      *out = req.headers[i].value;
+      return true;
+    }
+  }
+  return false;
+}
+
+bool find_cookie(const http::RequestHead& req, string_view name, string_view* out) {
+  for (size_t i = 0; i < req.num_headers; ++i) {
+    if (!http::iequals(req.headers[i].name, "cookie")) {
+      continue;
+    }
+    string_view rest = req.headers[i].value;
+    while (!rest.empty()) {
+      const size_t semi = rest.find(';');
+      const string_view pair = trim(rest.substr(0, semi));
+      const size_t eq = pair.find('=');
+      if (eq != string_view::npos && trim(pair.substr(0, eq)) == name) {
+        *out = trim(pair.substr(eq + 1));
+        return true;
+      }
+      if (semi == string_view::npos) {
+        break;
+      }
+      rest.remove_prefix(semi + 1);
+    }
+  }
+  return false;
+}
+
+// The variable's value, or false when it is nil.
+bool resolve(const ExprLeaf& leaf, const MatchContext& ctx, Scratch* scratch, string_view* out) {
+  const http::RequestHead& req = *ctx.req;
+  switch (leaf.var) {
+    case VarKind::kNil:
+      return false;
+    case VarKind::kArg:
+      return find_arg(req.query, leaf.name, out);
+    case VarKind::kHttp:
+      return find_header(req, leaf.name, out);
+    case VarKind::kCookie:
+      return find_cookie(req, leaf.name, out);
+    case VarKind::kUri:
+      *out = req.path;
+      return true;
+    case VarKind::kRequestUri:
+      *out = req.target;
+      return true;
+    case VarKind::kArgs:
+      *out = req.query;
+      return true;
+    case VarKind::kHost:
+      *out = normalize_host(req.host, scratch->host);
+      return !out->empty();
+    case VarKind::kRemoteAddr:
+      *out = ctx.remote_addr;
+      return !out->empty();
+    case VarKind::kRequestMethod:
+      *out = req.method_text.empty() ? http::method_name(req.method) : req.method_text;
+      return true;
+    case VarKind::kServerPort: {
+      auto res = std::to_chars(scratch->port, scratch->port + sizeof(scratch->port),
+                               static_cast<unsigned>(ctx.server_port));
+      *out = string_view(scratch->port, res.ptr - scratch->port);
+      return true;
+    }
+  }
+  return false;
+}
+
+// pcre2_match_data with room for the whole match only: `~~` needs no captures, and PCRE2
+// reports a match even when the ovector is too small for the groups.
+struct ThreadMatchData {
+  pcre2_match_data* data = pcre2_match_data_create(1, nullptr);
+  ~ThreadMatchData() { pcre2_match_data_free(data); }
+};
+
+bool regex_find(const ExprLeaf& leaf, string_view v) {
+  thread_local ThreadMatchData md;
+  const auto* subject = reinterpret_cast<PCRE2_SPTR>(v.data());
+  const int rc = leaf.jit
+                     ? pcre2_jit_match(leaf.regex.get(), subject, v.size(), 0, 0, md.data, nullptr)
+                     : pcre2_match(leaf.regex.get(), subject, v.size(), 0, 0, md.data, nullptr);
+  return rc >= 0;
+}
+
+bool has_item(string_view list, string_view item) {
+  while (true) {
+    const size_t comma = list.find(',');
+    if (trim(list.substr(0, comma)) == item) {
+      return true;
+    }
+    if (comma == string_view::npos) {
+      return false;
+    }
+    list.remove_prefix(comma + 1);
+  }
+}
+
+bool ip_match(const ExprLeaf& leaf, const MatchContext& ctx, string_view v) {
+  IpAddr ip;
+  if (leaf.var == VarKind::kRemoteAddr) {
+    ip = ctx.remote_ip;
+  } else if (!parse_ip(v, &ip)) {
+    return false;
+  }
+  for (const Cidr& c : leaf.cidrs) {
+    if (c.contains(ip)) {
+      return true;
+    }
+  }
+  return false;
+}
+
+bool equals(const ExprLeaf& leaf, bool present, string_view v) {
+  if (!present) {
+    return leaf.value_kind == ValueKind::kNull;
+  }
+  double d = 0;
+  switch (leaf.value_kind) {
+    case ValueKind::kString:
+      return v == leaf.text;
+    case ValueKind::kNumber:
+      return parse_number(v, &d) && d == leaf.number;
+    case ValueKind::kNull:
+    case ValueKind::kOther:
+      return false;
+  }
+  return false;
+}
+
+bool eval_leaf(const ExprLeaf& leaf, const MatchContext& ctx) {
+  Scratch scratch;
+  string_view v;
+  const bool present = resolve(leaf, ctx, &scratch, &v);
+  if (leaf.op == Op::kEq || leaf.op == Op::kNe) {
+    return equals(leaf, present, v) == (leaf.op == Op::kEq);
+  }
+  if (!present) {
+    return false;
+  }
+  double d = 0;
+  switch (leaf.op) {
+    case Op::kGt:
+      return parse_number(v, &d) && d > leaf.number;
+    case Op::kGe:
+      return parse_number(v, &d) && d >= leaf.number;
+    case Op::kLt:
+      return parse_number(v, &d) && d < leaf.number;
+    case Op::kLe:
+      return parse_number(v, &d) && d <= leaf.number;
+    case Op::kRegex:
+      return regex_find(leaf, v);
+    case Op::kIn:
+      for (const std::string& item : leaf.list) {
+        if (item == v) {
+          return true;
+        }
+      }
+      return false;
+    case Op::kHas:
+      return has_item(v, leaf.text);
+    case Op::kIpMatch:
+      return ip_match(leaf, ctx, v);
+    case Op::kEq:
+    case Op::kNe:
+      break;
+  }
+  return false;
+}
+
+bool eval_node(const ExprProgram& p, uint32_t index, const MatchContext& ctx) {
+  const ExprNode& node = p.nodes[index];
+  bool result;
+  if (node.kind == ExprNode::Kind::kLeaf) {
+    result = eval_leaf(p.leaves[node.begin], ctx);
+  } else {
+    const bool is_or = node.kind == ExprNode::Kind::kOr;
+    result = !is_or;
+    for (uint32_t i = node.begin; i < node.end; ++i) {
+      if (eval_node(p, p.children[i], ctx) == is_or) {
+        result = is_or;
+        break;
+      }
+    }
+  }
+  return result != node.negate;
+}
+
+}  // namespace
+
+bool eval_program(const ExprProgram& program, const MatchContext& ctx) {
+  return eval_node(program, program.root, ctx);
+}
+
+bool parse_number(string_view text, double* out) {
+  string_view s = trim(text);
+  bool negative = false;
+  if (!s.empty() && (s[0] == '-' || s[0] == '+')) {
+    negative = s[0] == '-';
+    s.remove_prefix(1);
+  }
+  if (s.empty() || !(s[0] == '.' || (s[0] >= '0' && s[0] <= '9'))) {
+    return false;  // also rejects "inf" and "nan", as tonumber() does
+  }
+  double v = 0;
+  if (s.size() > 2 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X')) {
+    uint64_t hex = 0;
+    auto [end, ec] = std::from_chars(s.data() + 2, s.data() + s.size(), hex, 16);
+    if (ec != std::errc() || end != s.data() + s.size()) {
+      return false;
+    }
+    v = static_cast<double>(hex);
+  } else {
+    auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+    if (ec != std::errc() || end != s.data() + s.size()) {
+      return false;
+    }
+  }
+  *out = negative ? -v : v;
+  return true;
+}
+
+}  // namespace sluice::router
