@@ -101,6 +101,8 @@ struct ConfigSet {
   std::vector<RouteConf> routes;
   std::vector<ServiceConf> services;
   std::vector<UpstreamConf> upstreams;
+  // Things a reader should tell the operator (kinds present but not served yet).
+  std::vector<std::string> warnings;
 };
 
 // Each decoder takes one resource object and returns an error whose text follows APISIX:

@@ -20,6 +20,9 @@ void UpstreamConn::on_io(uint32_t events) {
   if (events & (EPOLLHUP | EPOLLERR)) {
     hangup = true;
   }
+  if (events & (EPOLLRDHUP | EPOLLHUP | EPOLLERR)) {
+    fin = true;
+  }
   if (events & EPOLLOUT) {
     writable = true;
   }

@@ -36,7 +36,10 @@ class UpstreamConn : public io::IoHandler {
   bool readable = true;    // may have bytes to read (edge seen, not yet drained)
   bool writable = false;   // may accept bytes (edge seen, no EAGAIN since)
   bool connected = false;  // the TCP handshake finished
-  bool hangup = false;     // EPOLLHUP / EPOLLERR / EPOLLRDHUP seen
+  bool hangup = false;     // EPOLLHUP / EPOLLERR seen, or the peer's FIN read
+  // The peer's FIN is queued behind the data: a short read must not be taken as "drained",
+  // since no further edge will come to report the EOF.
+  bool fin = false;
   uint32_t requests = 0;   // requests sent on this connection
 
   // Set while busy; null while pooled.

@@ -148,19 +148,6 @@ bool regex_find(const ExprLeaf& leaf, string_view v) {
   return rc >= 0;
 }
 
-bool has_item(string_view list, string_view item) {
-  while (true) {
-    const size_t comma = list.find(',');
-    if (trim(list.substr(0, comma)) == item) {
-      return true;
-    }
-    if (comma == string_view::npos) {
-      return false;
-    }
-    list.remove_prefix(comma + 1);
-  }
-}
-
 bool ip_match(const ExprLeaf& leaf, const MatchContext& ctx, string_view v) {
   IpAddr ip;
   if (leaf.var == VarKind::kRemoteAddr) {
@@ -223,7 +210,10 @@ bool eval_leaf(const ExprLeaf& leaf, const MatchContext& ctx) {
       }
       return false;
     case Op::kHas:
-      return has_item(v, leaf.text);
+      // lua-resty-expr's `has` needs a table on the left. Every variable APISIX resolves
+      // here (ngx.var: http_*, arg_*, cookie_*, ...) is a string -- a repeated header too,
+      // as nginx joins or picks one -- so `has` never matches, and neither does it here.
+      return false;
     case Op::kIpMatch:
       return ip_match(leaf, ctx, v);
     case Op::kEq:

@@ -36,6 +36,9 @@ void ClientConn::on_io(uint32_t events) {
   if (events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)) {
     rd_ready_ = true;
   }
+  if (events & (EPOLLRDHUP | EPOLLHUP | EPOLLERR)) {
+    rd_fin_ = true;
+  }
   if (events & EPOLLOUT) {
     wr_ready_ = true;
   }
@@ -122,7 +125,9 @@ ClientConn::Step ClientConn::read_client(bool* eof) {
   if (n > 0) {
     in_.commit(static_cast<size_t>(n));
     if (static_cast<size_t>(n) < room) {
-      rd_ready_ = false;  // a short read drained the socket; the next edge re-arms us
+      // A short read drained the socket and the next edge re-arms us, unless the client's
+      // FIN is already queued: then the next recv() reports EOF and no new edge will come.
+      rd_ready_ = rd_fin_;
     }
     return Step::kProgress;
   }
@@ -150,7 +155,7 @@ ClientConn::Step ClientConn::read_head() {
       return Step::kProgress;
     }
   }
-  if (client_eof_ || w_.draining() && in_.empty()) {
+  if (client_eof_ || (w_.draining() && in_.empty())) {
     close_now();
     return Step::kProgress;
   }
@@ -169,7 +174,9 @@ void ClientConn::local_reply(int status, std::string_view body, bool close) {
   if (close || !req_body_done_ || w_.draining()) {
     keep_alive_ = false;
   }
-  linger_after_ = close;
+  // Closing with request bytes still unread: drain them first, or the kernel's reset could
+  // destroy our answer before the client reads it.
+  linger_after_ = close || !req_body_done_;
   std::string_view reason = status_reason(status);
   std::string body_text(body);
   if (body.empty() && status >= 400) {

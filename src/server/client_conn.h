@@ -92,6 +92,7 @@ class ClientConn : public io::IoHandler, public proxy::UpstreamOwner {
   State state_ = State::kReadHead;
   bool rd_ready_ = true;
   bool wr_ready_ = true;
+  bool rd_fin_ = false;  // EPOLLRDHUP seen: the client's FIN is queued
   bool client_eof_ = false;
   io::Timer timer_{&ClientConn::on_timeout, this};
   io::Buffer in_;

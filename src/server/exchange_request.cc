@@ -131,8 +131,9 @@ void ClientConn::build_upstream_head() {
     h.append(req_.target);
   }
   h.append(" HTTP/1.1\r\n");
-  // Host is filled per node in host_line(); pass/rewrite are node independent.
+  // The Host line is inserted here per node by set_host_line().
   host_offset_ = h.size();
+  host_len_ = 0;
   xff_prev_.clear();
   for (size_t i = 0; i < req_.num_headers; ++i) {
     const http::Header& hd = req_.headers[i];
@@ -160,6 +161,8 @@ void ClientConn::build_upstream_head() {
     fmt::format_to(std::back_inserter(h), "Content-Length: {}\r\n", req_left_);
   } else if (req_body_ == http::BodyKind::kChunked) {
     h.append("Transfer-Encoding: chunked\r\n");
+  } else if (req_.find("content-length") != nullptr) {
+    h.append("Content-Length: 0\r\n");  // an explicit empty body (POST) stays explicit
   }
   h.append("\r\n");
   client_host_.assign(req_.host);
@@ -392,7 +395,7 @@ void ClientConn::release_upstream(bool reusable) {
     return;
   }
   up_->owner = nullptr;
-  if (reusable && !up_->hangup && up_->requests < up_conf_->pool_requests) {
+  if (reusable && !up_->hangup && !up_->fin && up_->requests < up_conf_->pool_requests) {
     up_->readable = false;
     w_.pool().put(std::move(up_), up_conf_->pool_size, up_conf_->pool_idle_ms);
   } else {

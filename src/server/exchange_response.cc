@@ -62,7 +62,7 @@ ClientConn::Step ClientConn::read_upstream(bool* eof) {
   if (n > 0) {
     b.commit(static_cast<size_t>(n));
     if (static_cast<size_t>(n) < room) {
-      up_->readable = false;
+      up_->readable = up_->fin;  // drained, unless an EOF still waits behind the data
     }
     return Step::kProgress;
   }

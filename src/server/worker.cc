@@ -47,8 +47,10 @@ void Worker::drain(uint32_t deadline_ms) {
       return;
     }
     draining_ = true;
+    // Retired, not destroyed: events for them may follow in this same batch.
     for (auto& l : listeners_) {
       loop_.remove(l->fd());
+      loop_.retire(std::move(l));
     }
     listeners_.clear();
     pool_.clear();

@@ -121,10 +121,13 @@ const EvalCase kEvalCases[] = {
     {R"([["arg_id", "in", [42.0]]])", true},
     {R"([["arg_id", "in", []]])", false},
     {R"([["arg_missing", "in", ["x"]]])", false},
-    {R"([["http_accept", "has", "application/json"]])", true},
-    {R"([["http_accept", "has", "*/*"]])", true},
-    {R"([["http_accept", "has", "text"]])", false},
+    // `has` needs a table and APISIX variables are strings, repeated headers too.
+    {R"([["http_x_dup", "has", "second"]])", false},
+    {R"([["http_x_dup", "has", "first"]])", false},
+    {R"([["http_x_dup", "has", "third"]])", false},
+    {R"([["http_accept", "has", "application/json"]])", false},
     {R"([["arg_missing", "has", "x"]])", false},
+    {R"([["http_x_dup", "!", "has", "first"]])", true},
     // ipmatch
     {R"([["remote_addr", "ipmatch", "10.0.0.0/8"]])", true},
     {R"([["remote_addr", "ipmatch", ["192.168.0.0/16", "10.1.2.3"]]])", true},

@@ -1,0 +1,296 @@
+// parse_gateway_config: config.yaml with APISIX's key names. Keys Sluice does not support are
+// named in GatewayConfig::warnings, never silently ignored; supported keys with a wrong value
+// are errors naming the key's full path. GatewayConfig::server_tokens_name is not read from
+// the file: APISIX has no such key.
+
+#include "config/gateway_config.h"
+
+#include <fmt/format.h>
+
+#include <functional>
+#include <map>
+
+#include "config/env_subst.h"
+#include "config/field_decoder.h"
+#include "config/gateway_values.h"
+#include "config/yaml_json.h"
+
+namespace sluice::config {
+
+using common::Status;
+using common::StatusOr;
+
+namespace {
+
+constexpr const char* kSource = "config.yaml";
+
+Status error_at(const std::string& path, const std::string& message) {
+  return Status::error(fmt::format("{}: {}: {}", kSource, path, message));
+}
+
+std::string join(const std::string& path, const std::string& key) {
+  return path.empty() ? key : path + "." + key;
+}
+
+StatusOr<bool> boolean(const Json& v) {
+  if (!v.is_boolean()) {
+    return Status::error("expected true or false, got " + json_type_name(v));
+  }
+  return v.get<bool>();
+}
+
+StatusOr<double> seconds(const Json& v) {
+  if (v.is_number() && v.get<double>() >= 0) {
+    return v.get<double>();
+  }
+  return parse_duration(v);
+}
+
+StatusOr<int> worker_count(const Json& v) {
+  if (v.is_string() && v.get_ref<const std::string&>() == "auto") {
+    return 0;
+  }
+  auto i = as_integer(v, 1, 4096);
+  if (!i.is_ok()) {
+    return Status::error("expected \"auto\" or an integer 1-4096, got " + json_text(v));
+  }
+  return static_cast<int>(*i);
+}
+
+StatusOr<common::LogLevel> log_level(const Json& v) {
+  common::LogLevel level;
+  if (!v.is_string() || !common::parse_log_level(v.get<std::string>(), &level)) {
+    return Status::error(
+        "expected one of debug, info, notice, warn, error, crit, alert, emerg, got " +
+        json_text(v));
+  }
+  return level;
+}
+
+StatusOr<std::string> role_name(const Json& v) {
+  auto r = as_enum(v, {"traditional", "data_plane", "control_plane"});
+  if (!r.is_ok()) {
+    return Status::error("expected one of traditional, data_plane, control_plane, got " +
+                         json_text(v));
+  }
+  return r;
+}
+
+StatusOr<ConfigProvider> provider(const Json& v) {
+  std::string name = v.is_string() ? v.get<std::string>() : "";
+  if (name == "yaml") {
+    return ConfigProvider::kYaml;
+  }
+  if (name == "etcd") {
+    return ConfigProvider::kEtcd;
+  }
+  if (name == "embedded") {
+    return ConfigProvider::kEmbedded;
+  }
+  return Status::error("expected one of yaml, etcd, embedded, got " + json_text(v));
+}
+
+StatusOr<uint16_t> port(const Json& v) {
+  auto p = as_integer(v, 1, 65535);
+  if (!p.is_ok()) {
+    return Status::error("expected an integer 1-65535, got " + json_text(v));
+  }
+  return static_cast<uint16_t>(*p);
+}
+
+// One config.yaml key Sluice reads: its name and what to do with a non-null value.
+struct Key {
+  std::string_view name;
+  std::function<Status(const Json& value, const std::string& path)> read;
+};
+
+// Walks config.yaml section by section.
+// Thread: control (stack-local)
+class Reader {
+ public:
+  Status read(const Json& doc) {
+    Status s = walk(doc, "",
+                    {{"apisix", [this](auto& v, auto& p) { return apisix(v, p); }},
+                     {"nginx_config", [this](auto& v, auto& p) { return nginx(v, p); }},
+                     {"deployment", [this](auto& v, auto& p) { return deployment(v, p); }}});
+    auto it = providers_.find(cfg.role);
+    if (it != providers_.end()) {
+      cfg.config_provider = it->second;
+    }
+    return s;
+  }
+
+  GatewayConfig cfg;
+
+ private:
+  template <typename T, typename U>
+  static Status assign(const std::string& path, T* out, StatusOr<U> value) {
+    if (!value.is_ok()) {
+      return error_at(path, value.status().message());
+    }
+    *out = std::move(value).value();
+    return Status::ok();
+  }
+
+  // Runs the reader of each known key of `section`; every other key becomes a warning.
+  Status walk(const Json& section, const std::string& path, std::initializer_list<Key> keys) {
+    if (section.is_null()) {
+      return Status::ok();
+    }
+    if (!section.is_object()) {
+      return Status::error(fmt::format("{}: {}expected a mapping, got {}", kSource,
+                                       path.empty() ? "" : path + ": ", json_type_name(section)));
+    }
+    for (const auto& [key, value] : section.items()) {
+      const Key* known = nullptr;
+      for (const auto& k : keys) {
+        known = k.name == key ? &k : known;
+      }
+      if (known == nullptr) {
+        cfg.warnings.push_back(
+            fmt::format("{}: {} is not supported yet and is ignored", kSource, join(path, key)));
+        continue;
+      }
+      Status s = value.is_null() ? Status::ok() : known->read(value, join(path, key));
+      if (!s.is_ok()) {
+        return s;
+      }
+    }
+    return Status::ok();
+  }
+
+  Status apisix(const Json& v, const std::string& path) {
+    return walk(
+        v, path,
+        {{"node_listen", [this](auto& x, auto& p) { return node_listen(x, p); }},
+         {"enable_server_tokens",
+          [this](auto& x, auto& p) { return assign(p, &cfg.server_tokens, boolean(x)); }},
+         {"dns_resolver_valid",
+          [this](auto& x, auto& p) { return assign(p, &cfg.dns_resolver_valid, seconds(x)); }},
+         {"graceful_shutdown_timeout", [this](auto& x, auto& p) {
+            return assign(p, &cfg.graceful_shutdown_timeout, seconds(x));
+          }}});
+  }
+
+  Status nginx(const Json& v, const std::string& path) {
+    return walk(
+        v, path,
+        {{"worker_processes",
+          [this](auto& x, auto& p) { return assign(p, &cfg.worker_processes, worker_count(x)); }},
+         {"error_log_level",
+          [this](auto& x, auto& p) { return assign(p, &cfg.error_log_level, log_level(x)); }},
+         {"http", [this](auto& x, auto& p) { return nginx_http(x, p); }}});
+  }
+
+  Status nginx_http(const Json& v, const std::string& path) {
+    auto duration = [](double* out) {
+      return [out](auto& x, auto& p) { return assign(p, out, parse_duration(x)); };
+    };
+    return walk(v, path,
+                {{"client_header_timeout", duration(&cfg.client_header_timeout)},
+                 {"client_body_timeout", duration(&cfg.client_body_timeout)},
+                 {"send_timeout", duration(&cfg.send_timeout)},
+                 {"keepalive_timeout", duration(&cfg.keepalive_timeout)},
+                 {"client_max_body_size", [this](auto& x, auto& p) {
+                    return assign(p, &cfg.client_max_body_size, parse_size(x));
+                  }}});
+  }
+
+  Status deployment(const Json& v, const std::string& path) {
+    auto role_section = [this](std::string role) {
+      return [this, role](auto& x, auto& p) {
+        return walk(x, p, {{"config_provider", [this, role](auto& y, auto& q) {
+                              return assign(q, &providers_[role], provider(y));
+                            }}});
+      };
+    };
+    return walk(v, path,
+                {{"role", [this](auto& x, auto& p) { return assign(p, &cfg.role, role_name(x)); }},
+                 {"role_traditional", role_section("traditional")},
+                 {"role_data_plane", role_section("data_plane")},
+                 {"role_control_plane", role_section("control_plane")}});
+  }
+
+  Status node_listen(const Json& v, const std::string& path) {
+    cfg.node_listen.clear();
+    if (v.is_number()) {
+      cfg.node_listen.push_back({});
+      return assign(path, &cfg.node_listen.back().port, port(v));
+    }
+    if (!v.is_array() || v.empty()) {
+      return error_at(path,
+                      "expected a port or a list of ports or {ip, port}, got " + json_text(v));
+    }
+    for (size_t i = 0; i < v.size(); ++i) {
+      Status s = listen_entry(v[i], fmt::format("{}[{}]", path, i));
+      if (!s.is_ok()) {
+        return s;
+      }
+    }
+    return check_duplicate_listeners(path);
+  }
+
+  Status check_duplicate_listeners(const std::string& path) const {
+    const auto& l = cfg.node_listen;
+    for (size_t i = 0; i < l.size(); ++i) {
+      for (size_t j = 0; j < i; ++j) {
+        if (l[i].ip == l[j].ip && l[i].port == l[j].port) {
+          return error_at(fmt::format("{}[{}]", path, i),
+                          fmt::format("duplicate of {}[{}]", path, j));
+        }
+      }
+    }
+    return Status::ok();
+  }
+
+  Status listen_entry(const Json& v, const std::string& path) {
+    cfg.node_listen.push_back({});
+    ListenAddr* addr = &cfg.node_listen.back();
+    if (!v.is_object()) {
+      return assign(path, &addr->port, port(v));
+    }
+    if (!v.contains("port")) {
+      return error_at(path, "expected a port");
+    }
+    return walk(v, path,
+                {{"ip", [addr](auto& x, auto& p) { return assign(p, &addr->ip, parse_ip(x)); }},
+                 {"port", [addr](auto& x, auto& p) { return assign(p, &addr->port, port(x)); }}});
+  }
+
+  std::map<std::string, ConfigProvider> providers_;  // role name -> its config_provider
+};
+
+std::string directory_prefix(const std::string& dir) {
+  if (dir.empty()) {
+    return ".";
+  }
+  return dir.back() == '/' && dir.size() > 1 ? dir.substr(0, dir.size() - 1) : dir;
+}
+
+}  // namespace
+
+StatusOr<GatewayConfig> parse_gateway_config(const std::string& yaml_text, const std::string& dir) {
+  auto doc = yaml_to_json(yaml_text, kSource);
+  if (!doc.is_ok()) {
+    return doc.status();
+  }
+  Status s = substitute_env_in_document(&doc.value());
+  if (!s.is_ok()) {
+    return Status::error(
+        fmt::format("{}: failed to handle configuration: {}", kSource, s.message()));
+  }
+  Reader reader;
+  try {
+    s = reader.read(*doc);
+  } catch (const std::exception& e) {
+    s = Status::error(fmt::format("{}: {}", kSource, e.what()));
+  }
+  if (!s.is_ok()) {
+    return s;
+  }
+  std::string base = directory_prefix(dir);
+  reader.cfg.standalone_path = base == "/" ? "/apisix.yaml" : base + "/apisix.yaml";
+  return std::move(reader.cfg);
+}
+
+}  // namespace sluice::config

@@ -1,0 +1,135 @@
+// decode_upstream: APISIX 3.x's upstream schema, plus the checks APISIX makes in code
+// (chash needs a key, rewrite needs upstream_host).
+
+#include <fmt/format.h>
+
+#include "config/field_decoder.h"
+#include "config/upstream_nodes.h"
+
+namespace sluice::config {
+
+using common::Status;
+using common::StatusOr;
+
+namespace {
+
+StatusOr<KeepalivePoolConf> as_keepalive_pool(const Json& v) {
+  KeepalivePoolConf pool;
+  FieldDecoder d(v);
+  d.field("size", &pool.size, [](const Json& x) { return as_integer(x, 1); });
+  d.field("idle_timeout", &pool.idle_timeout, [](const Json& x) { return as_number(x, 0, false); });
+  d.field("requests", &pool.requests, [](const Json& x) { return as_integer(x, 1); });
+  if (!d.ok()) {
+    return d.status();
+  }
+  return pool;
+}
+
+// Health checks are kept verbatim for now; only the shape APISIX's schema insists on is checked.
+StatusOr<Json> as_checks(const Json& v) {
+  FieldDecoder d(v);
+  Json unused;
+  d.field("active", &unused, as_object);
+  d.field("passive", &unused, as_object);
+  if (d.ok() && !d.has("active")) {
+    d.fail(R"(object matches none of the required: ["active"] or ["active","passive"])");
+  }
+  if (!d.ok()) {
+    return d.status();
+  }
+  return v;
+}
+
+template <typename E>
+StatusOr<E> as_enum_value(const Json& v,
+                          std::initializer_list<std::pair<std::string_view, E>> map) {
+  if (!v.is_string()) {
+    return wrong_type("string", v);
+  }
+  for (const auto& [name, value] : map) {
+    if (name == v.get_ref<const std::string&>()) {
+      return value;
+    }
+  }
+  return Status::error("matches none of the enum values");
+}
+
+StatusOr<BalancerType> as_balancer(const Json& v) {
+  return as_enum_value<BalancerType>(v, {{"roundrobin", BalancerType::kRoundRobin},
+                                         {"chash", BalancerType::kChash},
+                                         {"least_conn", BalancerType::kLeastConn},
+                                         {"ewma", BalancerType::kEwma}});
+}
+
+StatusOr<PassHost> as_pass_host(const Json& v) {
+  return as_enum_value<PassHost>(
+      v, {{"pass", PassHost::kPass}, {"node", PassHost::kNode}, {"rewrite", PassHost::kRewrite}});
+}
+
+void decode_balancing_fields(FieldDecoder& d, UpstreamConf* u) {
+  d.field("type", &u->type, as_balancer);
+  d.field("nodes", &u->nodes, decode_upstream_nodes);
+  d.field("retries", &u->retries, [](const Json& v) { return as_integer(v, 0); });
+  d.field("retry_timeout", &u->retry_timeout, [](const Json& v) { return as_number(v, 0, false); });
+  d.field("hash_on", &u->hash_on, [](const Json& v) {
+    return as_enum(v, {"vars", "header", "cookie", "consumer", "vars_combinations"});
+  });
+  d.field("key", &u->key, [](const Json& v) { return as_string(v); });
+  d.field("checks", &u->checks, as_checks);
+}
+
+void decode_connection_fields(FieldDecoder& d, UpstreamConf* u) {
+  d.field("timeout", &u->timeout, as_timeout);
+  d.field("keepalive_pool", &u->keepalive_pool, as_keepalive_pool);
+  d.field("pass_host", &u->pass_host, as_pass_host);
+  d.field("upstream_host", &u->upstream_host, as_host);
+  d.field("scheme", &u->scheme, [](const Json& v) {
+    return as_enum(v, {"http", "https", "grpc", "grpcs"});
+  });
+}
+
+void check_upstream_shape(FieldDecoder& d, const UpstreamConf& u) {
+  if (!d.has("nodes")) {
+    d.fail("value should match only one schema, but matches none (an upstream needs nodes)");
+  }
+  if (u.pass_host == PassHost::kRewrite && !d.has("upstream_host")) {
+    d.fail(R"(property "upstream_host" is required when pass_host is "rewrite")");
+  }
+  if (u.type == BalancerType::kChash && u.hash_on != "consumer" && !d.has("key")) {
+    d.fail("missing key (a chash upstream needs a key unless hash_on is consumer)");
+  }
+}
+
+}  // namespace
+
+StatusOr<UpstreamConf> decode_upstream_fields(const Json& obj) {
+  UpstreamConf u;
+  FieldDecoder d(obj);
+  for (const char* name : {"discovery_type", "service_name", "discovery_args"}) {
+    d.unsupported(name, fmt::format("service discovery is not supported (found {})", name));
+  }
+  d.only({"id", "name", "desc", "labels", "create_time", "update_time", "type", "nodes", "retries",
+          "retry_timeout", "timeout", "keepalive_pool", "pass_host", "upstream_host", "scheme",
+          "hash_on", "key", "checks"});
+  decode_common_fields(d, &u);
+  decode_balancing_fields(d, &u);
+  decode_connection_fields(d, &u);
+  check_upstream_shape(d, u);
+  if (!d.ok()) {
+    return d.status();
+  }
+  fill_default_ports(&u.nodes, u.scheme);
+  return u;
+}
+
+StatusOr<UpstreamConf> decode_upstream(const Json& obj) {
+  return no_throw([&]() -> StatusOr<UpstreamConf> {
+    auto u = decode_upstream_fields(obj);
+    if (!u.is_ok()) {
+      return invalid_configuration(u.status());
+    }
+    return u;
+  });
+}
+
+}  // namespace sluice::config

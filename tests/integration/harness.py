@@ -1,0 +1,717 @@
+"""Test harness for Sluice's integration tests: ports, the Gateway process, HTTP clients.
+
+Everything here talks to the real `build/sluice` binary over loopback. Nothing uses fixed
+ports or fixed paths, so several runs can share a machine.
+"""
+
+import json
+import os
+import re
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+import zlib
+
+import yaml
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+SLUICE_BIN = os.environ.get("SLUICE_BIN", os.path.join(REPO, "build", "sluice"))
+READY_TIMEOUT = float(os.environ.get("SLUICE_READY_TIMEOUT", "10"))
+NOT_FOUND_BODY = b'{"error_msg":"404 Route Not Found"}\n'
+
+
+# --------------------------------------------------------------------------- ports
+
+
+def free_port():
+    """A port nobody listens on right now (the kernel's pick; racy only in theory)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def can_connect(port, host="127.0.0.1", timeout=0.5):
+    try:
+        with socket.create_connection((host, port), timeout=timeout):
+            return True
+    except OSError:
+        return False
+
+
+def wait_port(port, host="127.0.0.1", timeout=10.0, proc=None):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc is not None and proc.poll() is not None:
+            return False
+        if can_connect(port, host):
+            return True
+        time.sleep(0.05)
+    return False
+
+
+# --------------------------------------------------------------------------- raw HTTP client
+
+
+class Response:
+    def __init__(self, version, status, reason, headers, raw_head):
+        self.version = version
+        self.status = status
+        self.reason = reason
+        self.headers = headers  # list of (name, value)
+        self.raw_head = raw_head
+        self.body = b""
+        self.interim = []  # 1xx responses seen before this one
+        self.framing = None  # "length" | "chunked" | "close" | "none"
+        self.trailers = []
+
+    def header(self, name):
+        name = name.lower()
+        for k, v in self.headers:
+            if k.lower() == name:
+                return v
+        return None
+
+    def header_all(self, name):
+        name = name.lower()
+        return [v for k, v in self.headers if k.lower() == name]
+
+    def has_header(self, name):
+        return self.header(name) is not None
+
+    def json(self):
+        return json.loads(self.body)
+
+    def __repr__(self):
+        return "<Response %d %r body=%r>" % (self.status, self.headers, self.body[:200])
+
+
+class Reader:
+    """A buffered reader over a socket that keeps leftovers (pipelining needs them)."""
+
+    def __init__(self, sock):
+        self.sock = sock
+        self.buf = bytearray()
+
+    def _fill(self):
+        data = self.sock.recv(262144)
+        if not data:
+            raise EOFError("connection closed by peer")
+        self.buf += data
+
+    def read_until(self, delim, limit=1 << 20):
+        start = 0
+        while True:
+            i = self.buf.find(delim, start)
+            if i >= 0:
+                out = bytes(self.buf[:i + len(delim)])
+                del self.buf[:i + len(delim)]
+                return out
+            if len(self.buf) > limit:
+                raise ValueError("no %r within %d bytes" % (delim, limit))
+            start = max(0, len(self.buf) - len(delim) + 1)
+            self._fill()
+
+    def read_exact(self, n):
+        while len(self.buf) < n:
+            self._fill()
+        out = bytes(self.buf[:n])
+        del self.buf[:n]
+        return out
+
+    def read_some(self, n=262144):
+        """Up to n bytes; b'' at EOF."""
+        if self.buf:
+            out = bytes(self.buf[:n])
+            del self.buf[:n]
+            return out
+        return self.sock.recv(n)
+
+
+def parse_head(raw):
+    lines = raw[:-4].split(b"\r\n")
+    version, status, *rest = lines[0].decode("latin-1").split(" ", 2)
+    headers = []
+    for line in lines[1:]:
+        name, _, value = line.decode("latin-1").partition(":")
+        headers.append((name.strip(), value.strip()))
+    return Response(version, int(status), rest[0] if rest else "", headers, raw)
+
+
+def read_head(reader):
+    return parse_head(reader.read_until(b"\r\n\r\n"))
+
+
+def body_framing(resp, method):
+    if method == "HEAD" or resp.status in (204, 304) or 100 <= resp.status < 200:
+        return "none"
+    te = resp.header("transfer-encoding")
+    if te is not None and te.lower().split(",")[-1].strip() == "chunked":
+        return "chunked"
+    if resp.header("content-length") is not None:
+        return "length"
+    return "close"
+
+
+def iter_body(reader, resp, method="GET"):
+    """Yields the body of resp in pieces as they arrive (chunk framing removed)."""
+    resp.framing = body_framing(resp, method)
+    if resp.framing == "none":
+        return
+    if resp.framing == "length":
+        left = int(resp.header("content-length"))
+        while left > 0:
+            piece = reader.read_some(min(left, 262144))
+            if not piece:
+                raise EOFError("EOF with %d body bytes missing" % left)
+            left -= len(piece)
+            yield piece
+        return
+    if resp.framing == "chunked":
+        while True:
+            line = reader.read_until(b"\r\n", 4096)
+            size = int(line.split(b";")[0].strip(), 16)
+            if size == 0:
+                break
+            left = size
+            while left > 0:
+                piece = reader.read_some(min(left, 262144))
+                if not piece:
+                    raise EOFError("EOF inside a chunk")
+                left -= len(piece)
+                yield piece
+            if reader.read_exact(2) != b"\r\n":
+                raise ValueError("chunk data not followed by CRLF")
+        while True:
+            line = reader.read_until(b"\r\n", 8192)
+            if line == b"\r\n":
+                break
+            name, _, value = line.decode("latin-1").partition(":")
+            resp.trailers.append((name.strip(), value.strip()))
+        return
+    while True:  # close-delimited
+        piece = reader.read_some()
+        if not piece:
+            return
+        yield piece
+
+
+def read_response(reader, method="GET", keep_interim=True):
+    """Reads one final response (skipping and recording 1xx ones) with its whole body."""
+    interim = []
+    while True:
+        resp = read_head(reader)
+        if 100 <= resp.status < 200 and resp.status != 101:
+            interim.append(resp)
+            continue
+        break
+    resp.interim = interim
+    resp.body = b"".join(iter_body(reader, resp, method))
+    return resp
+
+
+def build_request(method, path, headers=(), body=None, host="127.0.0.1",
+                  version="HTTP/1.1"):
+    headers = list(headers.items()) if isinstance(headers, dict) else list(headers)
+    names = {k.lower() for k, _ in headers}
+    out = ["%s %s %s\r\n" % (method, path, version)]
+    if host is not None and "host" not in names:
+        out.append("Host: %s\r\n" % host)
+    for k, v in headers:
+        out.append("%s: %s\r\n" % (k, v))
+    if body is not None and "content-length" not in names and "transfer-encoding" not in names:
+        out.append("Content-Length: %d\r\n" % len(body))
+    out.append("\r\n")
+    data = "".join(out).encode("latin-1")
+    return data + (body or b"")
+
+
+class Client:
+    """One client connection to the gateway, speaking HTTP/1.1 by hand."""
+
+    def __init__(self, port, host="127.0.0.1", timeout=10.0):
+        self.port = port
+        self.sock = socket.create_connection((host, port), timeout=timeout)
+        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self.reader = Reader(self.sock)
+
+    def send(self, data):
+        self.sock.sendall(data)
+
+    def request(self, method, path, headers=(), body=None, host="127.0.0.1",
+                version="HTTP/1.1"):
+        self.send(build_request(method, path, headers, body, host, version))
+        return read_response(self.reader, method)
+
+    def get(self, path, **kw):
+        return self.request("GET", path, **kw)
+
+    def read_response(self, method="GET"):
+        return read_response(self.reader, method)
+
+    def read_head(self):
+        return read_head(self.reader)
+
+    def closed_by_peer(self, timeout=3.0):
+        """True when the peer closes (EOF or reset) within timeout with no more bytes."""
+        if self.reader.buf:
+            return False
+        self.sock.settimeout(timeout)
+        try:
+            data = self.sock.recv(65536)
+        except socket.timeout:
+            return False
+        except ConnectionResetError:
+            return True
+        return data == b""
+
+    def close(self):
+        try:
+            self.sock.close()
+        except OSError:
+            pass
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+def http(port, method, path, headers=(), body=None, host="127.0.0.1", timeout=10.0):
+    """One request on a fresh connection."""
+    headers = list(headers.items()) if isinstance(headers, dict) else list(headers)
+    with Client(port, timeout=timeout) as c:
+        return c.request(method, path, headers + [("Connection", "close")], body, host)
+
+
+def get(port, path, **kw):
+    return http(port, "GET", path, **kw)
+
+
+# --------------------------------------------------------------------------- curl and wrk
+
+
+class CurlResult:
+    def __init__(self, rc, status, headers, body, stderr, heads):
+        self.rc = rc
+        self.status = status
+        self.headers = headers
+        self.body = body
+        self.stderr = stderr
+        self.heads = heads  # every response head curl saw (1xx included), parsed
+
+    def header(self, name):
+        name = name.lower()
+        for k, v in self.headers:
+            if k.lower() == name:
+                return v
+        return None
+
+    def json(self):
+        return json.loads(self.body)
+
+    def __repr__(self):
+        return "<curl rc=%d status=%s body=%r stderr=%r>" % (
+            self.rc, self.status, self.body[:200], self.stderr[-300:])
+
+
+def curl(url, *args, timeout=15, data=None):
+    """Runs curl; returns the last response head (status, headers) and the body."""
+    with tempfile.TemporaryDirectory(prefix="sluice-curl-") as d:
+        hfile, bfile = os.path.join(d, "h"), os.path.join(d, "b")
+        cmd = ["curl", "-sS", "--max-time", str(timeout), "-D", hfile, "-o", bfile]
+        cmd += list(args) + [url]
+        p = subprocess.run(cmd, input=data, capture_output=True, timeout=timeout + 10)
+        heads = []
+        if os.path.exists(hfile):
+            raw = open(hfile, "rb").read()
+            for block in raw.split(b"\r\n\r\n"):
+                if block.startswith(b"HTTP/"):
+                    heads.append(parse_head(block + b"\r\n\r\n"))
+        body = open(bfile, "rb").read() if os.path.exists(bfile) else b""
+        last = heads[-1] if heads else None
+        return CurlResult(p.returncode, last.status if last else None,
+                          last.headers if last else [], body,
+                          p.stderr.decode(errors="replace"), heads)
+
+
+WRK_SCRIPT = r"""
+local threads = {}
+function setup(thread)
+  table.insert(threads, thread)
+end
+function init(args)
+  non2xx = 0
+  statuses = {}
+end
+function response(status, headers, body)
+  if status < 200 or status > 299 then
+    non2xx = non2xx + 1
+    statuses[status] = (statuses[status] or 0) + 1
+  end
+end
+function done(summary, latency, requests)
+  local bad = 0
+  local detail = ""
+  for _, t in ipairs(threads) do
+    bad = bad + t:get("non2xx")
+    for code, n in pairs(t:get("statuses")) do
+      detail = detail .. " " .. code .. "=" .. n
+    end
+  end
+  local e = summary.errors
+  io.write(string.format("SLUICE_WRK requests=%d non2xx=%d connect=%d read=%d write=%d "
+    .. "status=%d timeout=%d duration_us=%d\n", summary.requests, bad, e.connect, e.read,
+    e.write, e.status, e.timeout, summary.duration))
+  io.write("SLUICE_WRK_STATUSES" .. detail .. "\n")
+end
+"""
+
+
+def run_wrk(url, threads=2, conns=16, duration=5, timeout_s=2, extra=()):
+    """Runs wrk with a Lua reporter; returns a dict of counters plus the raw output."""
+    with tempfile.TemporaryDirectory(prefix="sluice-wrk-") as d:
+        script = os.path.join(d, "report.lua")
+        with open(script, "w") as f:
+            f.write(WRK_SCRIPT)
+        cmd = ["wrk", "-t%d" % threads, "-c%d" % conns, "-d%ds" % duration,
+               "--timeout", "%ds" % timeout_s, "-s", script] + list(extra) + [url]
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=duration + 60)
+    out = p.stdout + p.stderr
+    m = re.search(r"SLUICE_WRK requests=(\d+) non2xx=(\d+) connect=(\d+) read=(\d+) "
+                  r"write=(\d+) status=(\d+) timeout=(\d+) duration_us=(\d+)", out)
+    if not m:
+        raise AssertionError("could not parse wrk output (rc=%d):\n%s" % (p.returncode, out))
+    keys = ["requests", "non2xx", "connect", "read", "write", "status", "timeout", "duration_us"]
+    res = dict(zip(keys, map(int, m.groups())))
+    res["statuses"] = re.search(r"SLUICE_WRK_STATUSES(.*)", out).group(1).strip()
+    res["output"] = out
+    res["rc"] = p.returncode
+    return res
+
+
+# --------------------------------------------------------------------------- streaming helpers
+
+
+def crc_of_body(reader, resp, method="GET"):
+    n = 0
+    crc = 0
+    for piece in iter_body(reader, resp, method):
+        n += len(piece)
+        crc = zlib.crc32(piece, crc)
+    return n, crc
+
+
+def vm_hwm_kib(pid):
+    return _proc_status_kib(pid, "VmHWM")
+
+
+def vm_rss_kib(pid):
+    return _proc_status_kib(pid, "VmRSS")
+
+
+def _proc_status_kib(pid, key):
+    with open("/proc/%d/status" % pid) as f:
+        for line in f:
+            if line.startswith(key + ":"):
+                return int(line.split()[1])
+    raise KeyError(key)
+
+
+# --------------------------------------------------------------------------- the gateway
+
+
+def upstream_nodes(*ups, weights=None):
+    """Map-form nodes for FakeUpstream objects or 'host:port' strings."""
+    nodes = {}
+    for i, u in enumerate(ups):
+        addr = u if isinstance(u, str) else u.addr
+        nodes[addr] = weights[i] if weights else 1
+    return nodes
+
+
+def route(uri, *ups, rid=None, **extra):
+    """A route to the given upstreams (round-robin, weight 1)."""
+    r = {"id": rid or re.sub(r"[^a-zA-Z0-9-_.]", "_", uri).strip("_") or "root"}
+    if isinstance(uri, list):
+        r["uris"] = uri
+    else:
+        r["uri"] = uri
+    if ups:
+        r["upstream"] = {"type": "roundrobin", "nodes": upstream_nodes(*ups)}
+    r.update(extra)
+    return r
+
+
+class GatewayError(AssertionError):
+    pass
+
+
+class Gateway:
+    """One `sluice run` process with its own config directory and ports.
+
+    gw = Gateway(tmpdir, routes=[...]); gw.start(); ...; gw.stop()
+    """
+
+    PROBE_ID = "__sluice_probe"
+
+    def __init__(self, workdir, routes=(), services=(), upstreams=(), workers=1,
+                 listen=None, graceful_shutdown_timeout=5, log_level="info",
+                 config=None, env=None, probe=True, binary=None):
+        self.dir = str(workdir)
+        os.makedirs(self.dir, exist_ok=True)
+        self.binary = binary or SLUICE_BIN
+        self.workers = workers
+        if listen is None:
+            listen = [free_port()]
+        self.listen = listen
+        self.ports = [e["port"] if isinstance(e, dict) else e for e in listen]
+        self.port = self.ports[0]
+        self.graceful_shutdown_timeout = graceful_shutdown_timeout
+        self.log_level = log_level
+        self.extra_config = config or {}
+        self.env = dict(os.environ)
+        self.env.update(env or {})
+        self.probe = probe
+        self.dead_port = free_port()  # the probe route's upstream: nothing listens there
+        self.generation = 0
+        self.routes, self.services, self.upstreams = list(routes), list(services), list(upstreams)
+        self.config_path = os.path.join(self.dir, "config.yaml")
+        self.apisix_path = os.path.join(self.dir, "apisix.yaml")
+        self.log_path = os.path.join(self.dir, "sluice.log")
+        self.proc = None
+        self.exit_code = None
+        self._log = None
+
+    # ---- files
+
+    def config_dict(self):
+        cfg = {
+            "apisix": {
+                "node_listen": self.listen,
+                "graceful_shutdown_timeout": self.graceful_shutdown_timeout,
+            },
+            "nginx_config": {
+                "worker_processes": self.workers,
+                "error_log_level": self.log_level,
+            },
+            "deployment": {
+                "role": "data_plane",
+                "role_data_plane": {"config_provider": "yaml"},
+            },
+        }
+        _deep_merge(cfg, self.extra_config)
+        return cfg
+
+    def write_config(self, cfg=None):
+        _atomic_write(self.config_path, yaml.safe_dump(cfg or self.config_dict(),
+                                                       sort_keys=False))
+
+    def probe_path(self, generation=None):
+        return "/__sluice_probe/%d" % (self.generation if generation is None else generation)
+
+    def probe_route(self, generation=None):
+        """A route only this generation of the file has; it answers 502 (nothing listens)."""
+        return {
+            "id": self.PROBE_ID,
+            "uri": self.probe_path(generation),
+            "upstream": {"type": "roundrobin",
+                         "nodes": {"127.0.0.1:%d" % self.dead_port: 1},
+                         "timeout": {"connect": 1, "send": 1, "read": 1}},
+        }
+
+    def probe_items_yaml(self, generation=None):
+        """The probe route as a zero-indented YAML sequence item, to append under `routes:`."""
+        return yaml.safe_dump([self.probe_route(generation)], sort_keys=False)
+
+    def apisix_text(self, routes=None, services=None, upstreams=None):
+        routes = list(self.routes if routes is None else routes)
+        if self.probe:
+            routes.append(self.probe_route())
+        doc = {"routes": routes}
+        services = self.services if services is None else services
+        upstreams = self.upstreams if upstreams is None else upstreams
+        if services:
+            doc["services"] = list(services)
+        if upstreams:
+            doc["upstreams"] = list(upstreams)
+        return yaml.safe_dump(doc, sort_keys=False, default_flow_style=False) + "#END\n"
+
+    def write_apisix_text(self, text, atomic=True):
+        if atomic:
+            _atomic_write(self.apisix_path, text)
+        else:
+            with open(self.apisix_path, "w") as f:
+                f.write(text)
+
+    # ---- process
+
+    def start(self, wait=True, write=True):
+        if not os.path.exists(self.binary):
+            raise GatewayError("gateway binary %s does not exist (build it: make build, or set "
+                               "SLUICE_BIN)" % self.binary)
+        if write:
+            self.write_config()
+            self.generation += 1
+            self.write_apisix_text(self.apisix_text())
+        self._log = open(self.log_path, "ab")
+        # The working directory is not the config's: apisix.yaml must be found next to
+        # config.yaml, not in the cwd.
+        cwd = os.path.join(self.dir, "cwd")
+        os.makedirs(cwd, exist_ok=True)
+        self.proc = subprocess.Popen([self.binary, "run", "-c", self.config_path],
+                                     cwd=cwd, env=self.env, stdin=subprocess.DEVNULL,
+                                     stdout=self._log, stderr=self._log,
+                                     start_new_session=True)
+        if wait:
+            self.wait_ready()
+        return self
+
+    def wait_ready(self, timeout=READY_TIMEOUT):
+        deadline = time.monotonic() + timeout
+        for port in self.ports:
+            if not wait_port(port, timeout=max(0.1, deadline - time.monotonic()),
+                             proc=self.proc):
+                self._fail_start("port %d not accepting" % port)
+        if self.probe and not self.wait_probe(self.generation,
+                                              deadline - time.monotonic()):
+            self._fail_start("probe route %s never matched" % self.probe_path())
+
+    def _fail_start(self, why):
+        rc = self.proc.poll()
+        state = "exited with %s" % rc if rc is not None else "still running"
+        raise GatewayError("gateway not ready within %.0fs: %s; process %s\n--- stderr ---\n%s"
+                           % (READY_TIMEOUT, why, state, self.log_tail()))
+
+    @property
+    def pid(self):
+        return self.proc.pid
+
+    def alive(self):
+        return self.proc is not None and self.proc.poll() is None
+
+    def signal(self, sig):
+        if self.alive():
+            os.kill(self.proc.pid, sig)
+
+    def wait_exit(self, timeout):
+        try:
+            self.exit_code = self.proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            return None
+        return self.exit_code
+
+    def stop(self, sig=None, timeout=15):
+        """Signals the gateway (SIGTERM by default) and waits; SIGKILLs it after timeout.
+
+        Returns the exit code.
+        """
+        sig = signal.SIGTERM if sig is None else sig
+        if self.proc is None:
+            return None
+        if self.proc.poll() is None:
+            os.kill(self.proc.pid, sig)
+            try:
+                self.exit_code = self.proc.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+                self.exit_code = "killed after %ss" % timeout
+        else:
+            self.exit_code = self.proc.returncode
+        if self._log:
+            self._log.close()
+            self._log = None
+        return self.exit_code
+
+    def log_text(self):
+        try:
+            with open(self.log_path, "rb") as f:
+                return f.read().decode(errors="replace")
+        except FileNotFoundError:
+            return ""
+
+    def log_tail(self, lines=80):
+        return "\n".join(self.log_text().splitlines()[-lines:])
+
+    def wait_for_log(self, pattern, timeout=5.0, start=0):
+        """Waits until the log (from byte offset `start`) matches the regex; returns the match."""
+        rx = re.compile(pattern, re.I)
+        deadline = time.monotonic() + timeout
+        while True:
+            m = rx.search(self.log_text()[start:])
+            if m or time.monotonic() > deadline:
+                return m
+            time.sleep(0.05)
+
+    def log_size(self):
+        return len(self.log_text())
+
+    # ---- config changes
+
+    def wait_probe(self, generation, timeout=5.0):
+        path = self.probe_path(generation)
+        deadline = time.monotonic() + max(timeout, 0.1)
+        while time.monotonic() < deadline:
+            if self.proc is not None and self.proc.poll() is not None:
+                return False
+            try:
+                r = get(self.port, path, timeout=3)
+                if r.status != 404:
+                    return True
+            except (OSError, EOFError, ValueError):
+                pass
+            time.sleep(0.05)
+        return False
+
+    def update_routes(self, routes=None, services=None, upstreams=None, timeout=5.0,
+                      atomic=True):
+        """Rewrites apisix.yaml (temp file + rename) and waits until it serves.
+
+        Returns the seconds from the write to the moment the new probe route answered.
+        """
+        if routes is not None:
+            self.routes = list(routes)
+        if services is not None:
+            self.services = list(services)
+        if upstreams is not None:
+            self.upstreams = list(upstreams)
+        self.generation += 1
+        text = self.apisix_text()
+        t0 = time.monotonic()
+        self.write_apisix_text(text, atomic=atomic)
+        if not self.probe:
+            return None
+        if not self.wait_probe(self.generation, timeout):
+            raise GatewayError("config generation %d not live within %.1fs\n--- stderr ---\n%s"
+                               % (self.generation, timeout, self.log_tail()))
+        return time.monotonic() - t0
+
+    # ---- /proc
+
+    def task_count(self):
+        return len(os.listdir("/proc/%d/task" % self.pid))
+
+    def vm_hwm_kib(self):
+        return vm_hwm_kib(self.pid)
+
+    def url(self, path="/", port=None):
+        return "http://127.0.0.1:%d%s" % (port or self.port, path)
+
+
+def _deep_merge(dst, src):
+    for k, v in src.items():
+        if isinstance(v, dict) and isinstance(dst.get(k), dict):
+            _deep_merge(dst[k], v)
+        else:
+            dst[k] = v
+
+
+def _atomic_write(path, text):
+    d = os.path.dirname(path)
+    fd, tmp = tempfile.mkstemp(dir=d, prefix=".tmp-", suffix=".yaml")
+    with os.fdopen(fd, "w") as f:
+        f.write(text)
+    os.replace(tmp, path)

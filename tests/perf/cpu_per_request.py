@@ -1,0 +1,295 @@
+#!/usr/bin/python3
+"""CPU microseconds per proxied request: Sluice (1 worker) side by side with nginx (1 worker).
+
+    /usr/bin/python3 tests/perf/cpu_per_request.py [--duration 5] [--runs 3]
+
+Starts, on free loopback ports and in a temp dir:
+  * upstream: nginx, 1 worker, `location /hello { return 200 "hello world\\n"; }`
+  * Sluice:   1 worker, route /hello -> the upstream
+  * nginx:    1 worker, reverse proxy to the upstream with keep-alive (keepalive 32,
+              proxy_http_version 1.1, Connection "")
+then runs `wrk -t1 -c16 -d<duration>s` against the upstream directly (the ceiling), Sluice and
+nginx, reading each server's utime+stime from /proc/<pid>/stat (clock ticks, SC_CLK_TCK;
+children included for nginx's master/worker pair) before and after. CPU per request is the
+steadiest figure on a shared machine; requests/s depends on what else runs. Prints a table
+of medians over --runs. Everything it starts is stopped by PID.
+"""
+
+import argparse
+import json
+import os
+import re
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_port(port, proc, timeout=10.0):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            return False
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+                return True
+        except OSError:
+            time.sleep(0.05)
+    return False
+
+
+def proc_ticks(pid):
+    """utime + stime of one process (all its threads), in clock ticks."""
+    with open("/proc/%d/stat" % pid) as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return int(fields[11]) + int(fields[12])  # fields 14 and 15 of stat(5)
+
+
+def children(pid):
+    out = []
+    try:
+        for tid in os.listdir("/proc/%d/task" % pid):
+            with open("/proc/%d/task/%s/children" % (pid, tid)) as f:
+                out += [int(x) for x in f.read().split()]
+    except FileNotFoundError:
+        pass
+    return out
+
+
+def tree_ticks(pid):
+    """Ticks of a process and its live children (nginx: master + worker)."""
+    total = proc_ticks(pid)
+    for c in children(pid):
+        try:
+            total += proc_ticks(c)
+        except FileNotFoundError:
+            pass
+    return total
+
+
+class Server:
+    def __init__(self, name, cmd, port, log_path, cwd=None):
+        self.name = name
+        self.port = port
+        self.log = open(log_path, "wb")
+        self.proc = subprocess.Popen(cmd, stdout=self.log, stderr=self.log, cwd=cwd,
+                                     stdin=subprocess.DEVNULL, start_new_session=True)
+        if not wait_port(port, self.proc):
+            self.stop()
+            raise RuntimeError("%s did not start; log:\n%s" % (
+                name, open(log_path, errors="replace").read()[-3000:]))
+
+    def ticks(self):
+        return tree_ticks(self.proc.pid)
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self.log.close()
+
+
+NGINX_UPSTREAM = """\
+worker_processes 1;
+pid {dir}/upstream.pid;
+error_log {dir}/upstream-error.log warn;
+events {{ worker_connections 4096; }}
+http {{
+    access_log off;
+    keepalive_requests 100000000;
+    server {{
+        listen 127.0.0.1:{port} backlog=4096;
+        location /hello {{ return 200 "hello world\\n"; }}
+    }}
+}}
+"""
+
+NGINX_PROXY = """\
+worker_processes 1;
+pid {dir}/proxy.pid;
+error_log {dir}/proxy-error.log warn;
+events {{ worker_connections 4096; }}
+http {{
+    access_log off;
+    keepalive_requests 100000000;
+    upstream up {{
+        server 127.0.0.1:{up_port};
+        keepalive 32;
+    }}
+    server {{
+        listen 127.0.0.1:{port} backlog=4096;
+        location /hello {{
+            proxy_pass http://up;
+            proxy_http_version 1.1;
+            proxy_set_header Connection "";
+        }}
+    }}
+}}
+"""
+
+SLUICE_CONFIG = """\
+apisix:
+  node_listen:
+    - {port}
+nginx_config:
+  worker_processes: 1
+  error_log_level: warn
+deployment:
+  role: data_plane
+  role_data_plane:
+    config_provider: yaml
+"""
+
+SLUICE_ROUTES = """\
+routes:
+  - id: "1"
+    uri: /hello
+    upstream:
+      type: roundrobin
+      nodes:
+        "127.0.0.1:{up_port}": 1
+#END
+"""
+
+
+def start_nginx(name, conf_text, port, d):
+    conf = os.path.join(d, name + ".conf")
+    with open(conf, "w") as f:
+        f.write(conf_text)
+    return Server(name, ["/usr/sbin/nginx", "-p", d, "-e", os.path.join(d, name + "-start.log"),
+                         "-c", conf, "-g", "daemon off;"], port, os.path.join(d, name + ".out"))
+
+
+def start_sluice(binary, up_port, d):
+    sd = os.path.join(d, "sluice")
+    os.makedirs(sd)
+    port = free_port()
+    with open(os.path.join(sd, "config.yaml"), "w") as f:
+        f.write(SLUICE_CONFIG.format(port=port))
+    with open(os.path.join(sd, "apisix.yaml"), "w") as f:
+        f.write(SLUICE_ROUTES.format(up_port=up_port))
+    return Server("sluice", [binary, "run", "-c", os.path.join(sd, "config.yaml")], port,
+                  os.path.join(d, "sluice.log"), cwd=sd)
+
+
+def run_wrk(port, duration, threads, conns):
+    cmd = ["wrk", "-t%d" % threads, "-c%d" % conns, "-d%ds" % duration, "--latency",
+           "http://127.0.0.1:%d/hello" % port]
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=duration + 60)
+    out = p.stdout + p.stderr
+    m = re.search(r"(\d+) requests in", out)
+    rps = re.search(r"Requests/sec:\s+([\d.]+)", out)
+    if p.returncode != 0 or not m or not rps:
+        raise RuntimeError("wrk failed:\n" + out)
+    non2xx = re.search(r"Non-2xx or 3xx responses: (\d+)", out)
+    errors = re.search(r"Socket errors: (.*)", out)
+    p50 = re.search(r"50%\s+(\S+)", out)
+    return {"requests": int(m.group(1)), "rps": float(rps.group(1)),
+            "non2xx": int(non2xx.group(1)) if non2xx else 0,
+            "errors": errors.group(1) if errors else "", "p50": p50.group(1) if p50 else "?"}
+
+
+def measure(target, upstream, args):
+    """One wrk run against target; CPU of target (and of the upstream) per request."""
+    run_wrk(target.port, 1, args.threads, args.connections)  # warm-up
+    t0, u0 = target.ticks(), upstream.ticks()
+    res = run_wrk(target.port, args.duration, args.threads, args.connections)
+    t1, u1 = target.ticks(), upstream.ticks()
+    n = max(res["requests"], 1)
+    res["cpu_us"] = (t1 - t0) / CLK_TCK * 1e6 / n
+    res["upstream_cpu_us"] = (u1 - u0) / CLK_TCK * 1e6 / n
+    res["cpu_s"] = (t1 - t0) / CLK_TCK
+    if res["non2xx"] or res["errors"]:
+        print("  warning: %s: non-2xx %d, socket errors %s" % (
+            target.name, res["non2xx"], res["errors"]), file=sys.stderr)
+    return res
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--duration", type=int, default=5, help="seconds per wrk run (default 5)")
+    ap.add_argument("--runs", type=int, default=1, help="runs per target; medians reported")
+    ap.add_argument("--connections", type=int, default=16)
+    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--sluice", default=os.environ.get("SLUICE_BIN",
+                                                       os.path.join(REPO, "build", "sluice")))
+    ap.add_argument("--no-sluice", action="store_true",
+                    help="measure only the upstream and nginx (to check the setup)")
+    ap.add_argument("--json", action="store_true", help="also print the results as JSON")
+    ap.add_argument("--keep", action="store_true", help="keep the temp dir (logs, configs)")
+    args = ap.parse_args()
+    if not args.no_sluice and not os.path.exists(args.sluice):
+        sys.exit("no gateway binary at %s (build it: make build)" % args.sluice)
+
+    d = tempfile.mkdtemp(prefix="sluice-perf-")
+    servers = []
+    # SIGTERM/SIGINT: raise SystemExit so that the finally block stops everything by PID.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))
+    try:
+        up_port = free_port()
+        upstream = start_nginx("upstream", NGINX_UPSTREAM.format(dir=d, port=up_port), up_port, d)
+        servers.append(upstream)
+        sluice = None
+        if not args.no_sluice:
+            sluice = start_sluice(args.sluice, up_port, d)
+            servers.append(sluice)
+        px_port = free_port()
+        nginx = start_nginx("nginx", NGINX_PROXY.format(dir=d, port=px_port, up_port=up_port),
+                            px_port, d)
+        servers.append(nginx)
+        upstream.name = "upstream (direct)"
+
+        targets = [t for t in (upstream, sluice, nginx) if t is not None]
+        results = {t.name: [] for t in targets}
+        for i in range(args.runs):
+            for target in targets:
+                r = measure(target, upstream, args)
+                results[target.name].append(r)
+                print("run %d %-18s %9.0f req/s  %7.1f µs/req  p50 %s" % (
+                    i + 1, target.name, r["rps"], r["cpu_us"], r["p50"]), file=sys.stderr)
+
+        def med(name, key):
+            return statistics.median(r[key] for r in results[name])
+
+        nginx_cpu = med("nginx", "cpu_us")
+        print()
+        print("wrk -t%d -c%d -d%ds, %d run(s), medians; CPU from /proc/<pid>/stat "
+              "(SC_CLK_TCK=%d)" % (args.threads, args.connections, args.duration, args.runs,
+                                   CLK_TCK))
+        print("| target | requests/s | CPU µs/request | vs nginx | upstream CPU µs/request |")
+        print("|---|---:|---:|---:|---:|")
+        for name in [t.name for t in targets]:
+            cpu = med(name, "cpu_us")
+            ratio = "%.2fx" % (cpu / nginx_cpu) if name != "upstream (direct)" and nginx_cpu \
+                else "-"
+            print("| %s | %.0f | %.1f | %s | %.1f |" % (
+                name, med(name, "rps"), cpu, ratio, med(name, "upstream_cpu_us")))
+        if args.json:
+            print(json.dumps(results, indent=2))
+    finally:
+        for s in reversed(servers):
+            s.stop()
+        if args.keep:
+            print("kept %s" % d, file=sys.stderr)
+        else:
+            subprocess.run(["rm", "-rf", d])
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,300 @@
+#include "config/gateway_config.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+namespace sluice::config {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::StartsWith;
+
+GatewayConfig parse_ok(const std::string& text) {
+  auto r = parse_gateway_config(text, "/etc/sluice");
+  EXPECT_TRUE(r.is_ok()) << r.status().message();
+  return r.is_ok() ? *r : GatewayConfig{};
+}
+
+TEST(GatewayConfig, EmptyFileIsAllDefaults) {
+  for (const char* text : {"", "# comment only\n", "apisix:\nnginx_config:\n"}) {
+    GatewayConfig c = parse_ok(text);
+    ASSERT_EQ(c.node_listen.size(), 1u);
+    EXPECT_EQ(c.node_listen[0].ip, "0.0.0.0");
+    EXPECT_EQ(c.node_listen[0].port, 9080);
+    EXPECT_EQ(c.worker_processes, 0);
+    EXPECT_EQ(c.error_log_level, common::LogLevel::kWarn);
+    EXPECT_EQ(c.role, "traditional");
+    EXPECT_EQ(c.config_provider, ConfigProvider::kYaml);
+    EXPECT_TRUE(c.server_tokens);
+    EXPECT_EQ(c.client_max_body_size, 0u);
+    EXPECT_EQ(c.standalone_path, "/etc/sluice/apisix.yaml");
+    EXPECT_TRUE(c.warnings.empty());
+  }
+}
+
+TEST(GatewayConfig, StandalonePathFollowsTheDirectory) {
+  EXPECT_EQ(parse_gateway_config("", "conf").value().standalone_path, "conf/apisix.yaml");
+  EXPECT_EQ(parse_gateway_config("", "conf/").value().standalone_path, "conf/apisix.yaml");
+  EXPECT_EQ(parse_gateway_config("", "").value().standalone_path, "./apisix.yaml");
+  EXPECT_EQ(parse_gateway_config("", "/").value().standalone_path, "/apisix.yaml");
+}
+
+struct ListenCase {
+  const char* yaml;
+  std::vector<std::pair<std::string, uint16_t>> want;
+};
+
+TEST(GatewayConfig, NodeListenForms) {
+  const ListenCase cases[] = {
+      {"apisix:\n  node_listen: 9081\n", {{"0.0.0.0", 9081}}},
+      {"apisix:\n  node_listen: [9081, 9082]\n", {{"0.0.0.0", 9081}, {"0.0.0.0", 9082}}},
+      {"apisix:\n  node_listen:\n    - ip: 127.0.0.2\n      port: 9083\n    - port: 9084\n",
+       {{"127.0.0.2", 9083}, {"0.0.0.0", 9084}}},
+      {"apisix:\n  node_listen:\n    - ip: \"[::1]\"\n      port: 9085\n", {{"::1", 9085}}},
+      {"apisix:\n  node_listen:\n    - ip: \"::\"\n      port: 9086\n", {{"::", 9086}}},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.yaml);
+    GatewayConfig cfg = parse_ok(c.yaml);
+    std::vector<std::pair<std::string, uint16_t>> got;
+    for (const auto& l : cfg.node_listen) {
+      got.emplace_back(l.ip, l.port);
+    }
+    EXPECT_EQ(got, c.want);
+  }
+}
+
+TEST(GatewayConfig, ReadsSupportedKeys) {
+  GatewayConfig c = parse_ok(R"(
+apisix:
+  enable_server_tokens: false
+  dns_resolver_valid: 5
+  graceful_shutdown_timeout: 3s
+nginx_config:
+  worker_processes: 4
+  error_log_level: info
+  http:
+    client_header_timeout: 10
+    client_body_timeout: "500ms"
+    send_timeout: 1m
+    keepalive_timeout: 1m30s
+    client_max_body_size: 10m
+deployment:
+  role: traditional
+  role_traditional:
+    config_provider: etcd
+  role_data_plane:
+    config_provider: yaml
+)");
+  EXPECT_FALSE(c.server_tokens);
+  EXPECT_EQ(c.dns_resolver_valid, 5);
+  EXPECT_EQ(c.graceful_shutdown_timeout, 3);
+  EXPECT_EQ(c.worker_processes, 4);
+  EXPECT_EQ(c.error_log_level, common::LogLevel::kInfo);
+  EXPECT_EQ(c.client_header_timeout, 10);
+  EXPECT_DOUBLE_EQ(c.client_body_timeout, 0.5);
+  EXPECT_EQ(c.send_timeout, 60);
+  EXPECT_EQ(c.keepalive_timeout, 90);
+  EXPECT_EQ(c.client_max_body_size, 10u << 20);
+  EXPECT_EQ(c.role, "traditional");
+  EXPECT_EQ(c.config_provider, ConfigProvider::kEtcd);
+  EXPECT_TRUE(c.warnings.empty());
+}
+
+TEST(GatewayConfig, ProviderFollowsTheRole) {
+  const char* text = R"(
+deployment:
+  role: data_plane
+  role_traditional:
+    config_provider: etcd
+  role_data_plane:
+    config_provider: embedded
+)";
+  EXPECT_EQ(parse_ok(text).config_provider, ConfigProvider::kEmbedded);
+  EXPECT_EQ(parse_ok("deployment:\n  role: control_plane\n").config_provider,
+            ConfigProvider::kYaml);
+  EXPECT_EQ(parse_ok("nginx_config:\n  worker_processes: auto\n").worker_processes, 0);
+}
+
+struct SizeCase {
+  const char* value;
+  uint64_t bytes;
+};
+
+TEST(GatewayConfig, Sizes) {
+  const SizeCase cases[] = {{"0", 0},
+                            {"\"0\"", 0},
+                            {"1024", 1024},
+                            {"512k", 512 << 10},
+                            {"512K", 512 << 10},
+                            {"10m", 10u << 20},
+                            {"1g", 1ull << 30},
+                            {"1G", 1ull << 30}};
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.value);
+    auto cfg = parse_ok(std::string("nginx_config:\n  http:\n    client_max_body_size: ") +
+                        c.value + "\n");
+    EXPECT_EQ(cfg.client_max_body_size, c.bytes);
+  }
+}
+
+struct DurationCase {
+  const char* value;
+  double seconds;
+};
+
+TEST(GatewayConfig, Durations) {
+  const DurationCase cases[] = {{"60", 60},     {"60s", 60},  {"\"10\"", 10}, {"1m", 60},
+                                {"500ms", 0.5}, {"2h", 7200}, {"1d", 86400},  {"1m 30s", 90},
+                                {"1.5", 1.5},   {"0", 0}};
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.value);
+    auto cfg = parse_ok(std::string("nginx_config:\n  http:\n    send_timeout: ") + c.value + "\n");
+    EXPECT_DOUBLE_EQ(cfg.send_timeout, c.seconds);
+  }
+}
+
+TEST(GatewayConfig, UnsupportedKeysAreWarnings) {
+  GatewayConfig c = parse_ok(R"(
+apisix:
+  node_listen:
+    - port: 9080
+      enable_http2: true
+  enable_admin: true
+  ssl:
+    enable: true
+    listen:
+      - port: 9443
+nginx_config:
+  error_log: logs/error.log
+  http:
+    enable_access_log: false
+deployment:
+  role: traditional
+  role_traditional:
+    config_provider: etcd
+  admin:
+    admin_key:
+      - name: admin
+        key: abc
+        role: admin
+  etcd:
+    host: ["http://127.0.0.1:2379"]
+plugins:
+  - limit-count
+plugin_attr:
+  prometheus:
+    export_addr: {ip: 127.0.0.1, port: 9091}
+)");
+  // Keys are visited in name order, so the list is stable whatever the file's order.
+  EXPECT_THAT(
+      c.warnings,
+      ElementsAre(
+          "config.yaml: apisix.enable_admin is not supported yet and is ignored",
+          "config.yaml: apisix.node_listen[0].enable_http2 is not supported yet and is ignored",
+          "config.yaml: apisix.ssl is not supported yet and is ignored",
+          "config.yaml: deployment.admin is not supported yet and is ignored",
+          "config.yaml: deployment.etcd is not supported yet and is ignored",
+          "config.yaml: nginx_config.error_log is not supported yet and is ignored",
+          "config.yaml: nginx_config.http.enable_access_log is not supported yet and is ignored",
+          "config.yaml: plugin_attr is not supported yet and is ignored",
+          "config.yaml: plugins is not supported yet and is ignored"));
+}
+
+struct ErrorCase {
+  const char* yaml;
+  const char* error;  // expected prefix
+};
+
+TEST(GatewayConfig, WrongValuesNameTheKey) {
+  const ErrorCase cases[] = {
+      {"apisix:\n  node_listen: [9080, 70000]\n",
+       "config.yaml: apisix.node_listen[1]: expected an integer 1-65535, got 70000"},
+      {"apisix:\n  node_listen:\n    - port: 9080\n    - ip: 1.2.3.4\n      port: x\n",
+       "config.yaml: apisix.node_listen[1].port: expected an integer 1-65535, got \"x\""},
+      {"apisix:\n  node_listen:\n    - ip: 1.2.3.4\n",
+       "config.yaml: apisix.node_listen[0]: expected a port"},
+      {"apisix:\n  node_listen:\n    - ip: localhost\n      port: 1\n",
+       "config.yaml: apisix.node_listen[0].ip: expected an IP address, got \"localhost\""},
+      {"apisix:\n  node_listen: []\n", "config.yaml: apisix.node_listen: expected a port"},
+      {"apisix:\n  node_listen: [9080, 9081, 9080]\n",
+       "config.yaml: apisix.node_listen[2]: duplicate of apisix.node_listen[0]"},
+      {"apisix:\n  node_listen: \"9080\"\n", "config.yaml: apisix.node_listen: expected a port"},
+      {"apisix:\n  enable_server_tokens: \"no\"\n",
+       "config.yaml: apisix.enable_server_tokens: expected true or false, got string"},
+      {"apisix:\n  dns_resolver_valid: soon\n", "config.yaml: apisix.dns_resolver_valid: "},
+      {"apisix: 5\n", "config.yaml: apisix: expected a mapping, got number"},
+      {"- 1\n", "config.yaml: expected a mapping, got array"},
+      {"nginx_config:\n  worker_processes: 0\n",
+       "config.yaml: nginx_config.worker_processes: expected \"auto\" or an integer 1-4096"},
+      {"nginx_config:\n  worker_processes: many\n",
+       "config.yaml: nginx_config.worker_processes: expected \"auto\" or an integer"},
+      {"nginx_config:\n  error_log_level: loud\n",
+       "config.yaml: nginx_config.error_log_level: expected one of debug, info"},
+      {"nginx_config:\n  http:\n    send_timeout: 10x\n",
+       "config.yaml: nginx_config.http.send_timeout: expected a duration"},
+      {"nginx_config:\n  http:\n    send_timeout: -1\n",
+       "config.yaml: nginx_config.http.send_timeout: expected a duration"},
+      {"nginx_config:\n  http:\n    send_timeout: 1.5s\n",
+       "config.yaml: nginx_config.http.send_timeout: expected a duration"},
+      {"nginx_config:\n  http:\n    client_max_body_size: 10x\n",
+       "config.yaml: nginx_config.http.client_max_body_size: expected a size"},
+      {"nginx_config:\n  http:\n    client_max_body_size: -1\n",
+       "config.yaml: nginx_config.http.client_max_body_size: expected a size"},
+      {"nginx_config:\n  http: []\n",
+       "config.yaml: nginx_config.http: expected a mapping, got array"},
+      {"deployment:\n  role: edge\n",
+       "config.yaml: deployment.role: expected one of traditional, data_plane, control_plane"},
+      {"deployment:\n  role_data_plane:\n    config_provider: json\n",
+       "config.yaml: deployment.role_data_plane.config_provider: expected one of yaml, etcd, "
+       "embedded, got \"json\""},
+      {"apisix: [\n", "config.yaml: line "},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.yaml);
+    auto r = parse_gateway_config(c.yaml, "conf");
+    ASSERT_FALSE(r.is_ok());
+    EXPECT_THAT(r.status().message(), StartsWith(c.error));
+  }
+}
+
+TEST(GatewayConfig, SubstitutesEnvironmentValues) {
+  setenv("SLUICE_T_LISTEN", "9999", 1);
+  unsetenv("SLUICE_T_MISSING");
+  GatewayConfig c = parse_ok(
+      "apisix:\n  node_listen: ${{SLUICE_T_LISTEN}}\nnginx_config:\n  worker_processes: "
+      "${{SLUICE_T_MISSING:=3}}\n");
+  EXPECT_EQ(c.node_listen.at(0).port, 9999);
+  EXPECT_EQ(c.worker_processes, 3);
+  auto r = parse_gateway_config("apisix:\n  node_listen: ${{SLUICE_T_MISSING}}\n", "conf");
+  ASSERT_FALSE(r.is_ok());
+  EXPECT_EQ(r.status().message(),
+            "config.yaml: failed to handle configuration: can't find environment variable "
+            "SLUICE_T_MISSING");
+}
+
+TEST(GatewayConfig, ShippedConfigYamlParses) {
+  auto dir = std::filesystem::path(__FILE__).parent_path() / "../../../conf";
+  std::ifstream in(dir / "config.yaml");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  ASSERT_FALSE(ss.str().empty()) << "conf/config.yaml not found next to " << __FILE__;
+  auto r = parse_gateway_config(ss.str(), dir.string());
+  ASSERT_TRUE(r.is_ok()) << r.status().message();
+  EXPECT_TRUE(r->warnings.empty()) << r->warnings.front();
+  ASSERT_EQ(r->node_listen.size(), 1u);
+  EXPECT_EQ(r->node_listen[0].port, 9080);
+  EXPECT_EQ(r->worker_processes, 0);
+  EXPECT_EQ(r->error_log_level, common::LogLevel::kWarn);
+  EXPECT_EQ(r->role, "data_plane");
+  EXPECT_EQ(r->config_provider, ConfigProvider::kYaml);
+  EXPECT_EQ(r->standalone_path, dir.string() + "/apisix.yaml");
+}
+
+}  // namespace
+}  // namespace sluice::config

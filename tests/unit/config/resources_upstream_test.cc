@@ -1,0 +1,190 @@
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "config/resources.h"
+
+namespace sluice::config {
+namespace {
+
+using ::testing::StartsWith;
+
+struct Case {
+  const char* json;
+  const char* error;  // expected message prefix after "invalid configuration: "; nullptr = valid
+};
+
+void run_cases(const std::vector<Case>& cases) {
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.json);
+    auto r = decode_upstream(Json::parse(c.json));
+    if (c.error == nullptr) {
+      EXPECT_TRUE(r.is_ok()) << r.status().message();
+    } else {
+      ASSERT_FALSE(r.is_ok());
+      EXPECT_THAT(r.status().message(),
+                  StartsWith(std::string("invalid configuration: ") + c.error));
+    }
+  }
+}
+
+TEST(DecodeUpstream, Valid) {
+  run_cases({
+      {R"({"nodes": {}})", nullptr},
+      {R"({"nodes": []})", nullptr},
+      {R"({"type": "chash", "hash_on": "header", "key": "x-user", "nodes": {"a.com": 1}})",
+       nullptr},
+      {R"({"type": "chash", "hash_on": "consumer", "nodes": {"a.com": 1}})", nullptr},
+      {R"({"type": "least_conn", "nodes": [{"host": "10.0.0.1", "port": 8080, "weight": 0,
+           "priority": -1, "metadata": {"zone": "a"}}]})",
+       nullptr},
+      {R"({"id": "u1", "name": "u", "desc": "d", "labels": {"a": "b"}, "type": "ewma",
+           "nodes": {"127.0.0.1:1980": 1}, "retries": 0, "retry_timeout": 0.5,
+           "timeout": {"connect": 1, "send": 1, "read": 1},
+           "keepalive_pool": {"size": 1, "idle_timeout": 0, "requests": 1},
+           "pass_host": "rewrite", "upstream_host": "example.com", "scheme": "grpcs",
+           "checks": {"active": {"http_path": "/status"}, "passive": {}},
+           "create_time": 1, "update_time": 2})",
+       nullptr},
+  });
+}
+
+TEST(DecodeUpstream, Errors) {
+  run_cases({
+      {R"({"type": "random", "nodes": {}})",
+       R"(property "type" validation failed: matches none of the enum values)"},
+      {R"({"nodes": "127.0.0.1:80"})",
+       R"(property "nodes" validation failed: wrong type: expected object or array, got string)"},
+      {R"({"nodes": {"127.0.0.1:80": "1"}})",
+       R"(property "nodes" validation failed: failed to validate 127.0.0.1:80 (matching ".*"): wrong type: expected integer, got string)"},
+      {R"({"nodes": {"127.0.0.1:0": 1}})",
+       R"(property "nodes" validation failed: failed to validate 127.0.0.1:0 (matching ".*"): invalid node address)"},
+      {R"({"nodes": {"127.0.0.1:http": 1}})", R"(property "nodes" validation failed: )"},
+      {R"({"nodes": {"[::1]x": 1}})", R"(property "nodes" validation failed: )"},
+      {R"({"nodes": {"": 1}})", R"(property "nodes" validation failed: )"},
+      {R"({"nodes": [{"host": "10.0.0.1"}]})",
+       R"(property "nodes" validation failed: failed to validate item 1: property "weight" is required)"},
+      {R"({"nodes": [{"weight": 1}]})",
+       R"(property "nodes" validation failed: failed to validate item 1: property "host" is required)"},
+      {R"({"nodes": [{"host": "a", "weight": 1, "port": 70000}]})",
+       R"(property "nodes" validation failed: failed to validate item 1: property "port" validation failed: expected 70000 to be at most 65535)"},
+      {R"({"nodes": [{"host": "a", "weight": 1, "zone": 1}]})",
+       R"(property "nodes" validation failed: failed to validate item 1: additional properties forbidden, found zone)"},
+      {R"({"nodes": [{"host": "a", "weight": 1}, 5]})",
+       R"(property "nodes" validation failed: failed to validate item 2: wrong type: expected object, got number)"},
+      {R"({"nodes": {}, "retries": -1})",
+       R"(property "retries" validation failed: expected -1 to be at least 0)"},
+      {R"({"nodes": {}, "retry_timeout": -0.5})",
+       R"(property "retry_timeout" validation failed: expected -0.5 to be at least 0)"},
+      {R"({"nodes": {}, "timeout": {"connect": 1, "send": 1, "read": -1}})",
+       R"(property "timeout" validation failed: property "read" validation failed: expected -1 to be greater than 0)"},
+      {R"({"nodes": {}, "keepalive_pool": {"size": 0}})",
+       R"(property "keepalive_pool" validation failed: property "size" validation failed: expected 0 to be at least 1)"},
+      {R"({"nodes": {}, "keepalive_pool": {"idle_timeout": -1}})",
+       R"(property "keepalive_pool" validation failed: property "idle_timeout" validation failed)"},
+      {R"({"nodes": {}, "keepalive_pool": {"requests": 0}})",
+       R"(property "keepalive_pool" validation failed: property "requests" validation failed)"},
+      {R"({"nodes": {}, "pass_host": "host"})",
+       R"(property "pass_host" validation failed: matches none of the enum values)"},
+      {R"({"nodes": {}, "pass_host": "rewrite"})",
+       R"(property "upstream_host" is required when pass_host is "rewrite")"},
+      {R"({"nodes": {}, "scheme": "tcp"})",
+       R"(property "scheme" validation failed: matches none of the enum values)"},
+      {R"({"nodes": {}, "hash_on": "ip"})",
+       R"(property "hash_on" validation failed: matches none of the enum values)"},
+      {R"({"type": "chash", "nodes": {}})", "missing key"},
+      {R"({"nodes": {}, "key": 1})",
+       R"(property "key" validation failed: wrong type: expected string, got number)"},
+      {R"({"nodes": {}, "checks": {"passive": {}}})",
+       R"(property "checks" validation failed: object matches none of the required: ["active"] or ["active","passive"])"},
+      {R"({"nodes": {}, "checks": {"active": 1}})",
+       R"(property "checks" validation failed: property "active" validation failed: wrong type: expected object, got number)"},
+      {R"({"nodes": {}, "checks": []})",
+       R"(property "checks" validation failed: wrong type: expected object, got array)"},
+      {R"({"service_name": "a", "discovery_type": "dns"})", "service discovery is not supported"},
+      {R"({"nodes": {}, "tls": {"client_cert": "x"}})",
+       "additional properties forbidden, found tls"},
+      {R"({"type": "roundrobin"})", "value should match only one schema, but matches none"},
+      {R"("x")", "wrong type: expected object, got string"},
+  });
+}
+
+TEST(DecodeUpstream, Defaults) {
+  auto u = decode_upstream(Json::parse(R"({"nodes": {"127.0.0.1:1980": 1}})"));
+  ASSERT_TRUE(u.is_ok()) << u.status().message();
+  EXPECT_EQ(u->type, BalancerType::kRoundRobin);
+  EXPECT_FALSE(u->retries.has_value());
+  EXPECT_EQ(u->retry_timeout, 0);
+  EXPECT_FALSE(u->timeout.has_value());
+  EXPECT_EQ(u->keepalive_pool.size, 320);
+  EXPECT_EQ(u->keepalive_pool.idle_timeout, 60);
+  EXPECT_EQ(u->keepalive_pool.requests, 1000);
+  EXPECT_EQ(u->pass_host, PassHost::kPass);
+  EXPECT_EQ(u->scheme, "http");
+  EXPECT_EQ(u->hash_on, "vars");
+  EXPECT_TRUE(u->checks.is_null());
+  EXPECT_TRUE(u->id.empty());
+}
+
+TEST(DecodeUpstream, ReadsEveryField) {
+  auto u = decode_upstream(Json::parse(R"({"id": 3, "type": "chash", "key": "remote_addr",
+      "nodes": {"a.com:81": 2}, "retries": 2, "retry_timeout": 1.5,
+      "timeout": {"connect": 1, "send": 2, "read": 3}, "keepalive_pool": {"size": 8},
+      "pass_host": "node", "scheme": "https", "checks": {"active": {}}})"));
+  ASSERT_TRUE(u.is_ok()) << u.status().message();
+  EXPECT_EQ(u->id, "3");
+  EXPECT_EQ(u->type, BalancerType::kChash);
+  EXPECT_EQ(u->key, "remote_addr");
+  EXPECT_EQ(u->retries, 2);
+  EXPECT_EQ(u->retry_timeout, 1.5);
+  EXPECT_EQ(u->timeout->send, 2);
+  EXPECT_EQ(u->keepalive_pool.size, 8);
+  EXPECT_EQ(u->keepalive_pool.requests, 1000);
+  EXPECT_EQ(u->pass_host, PassHost::kNode);
+  EXPECT_EQ(u->scheme, "https");
+  EXPECT_EQ(u->checks, Json::parse(R"({"active": {}})"));
+}
+
+struct NodeCase {
+  const char* json;
+  const char* host;
+  uint16_t port;
+  int weight;
+};
+
+TEST(DecodeUpstream, NodeAddresses) {
+  const NodeCase cases[] = {
+      {R"({"nodes": {"127.0.0.1:1980": 3}})", "127.0.0.1", 1980, 3},
+      {R"({"nodes": {"127.0.0.1": 1}})", "127.0.0.1", 80, 1},
+      {R"({"scheme": "https", "nodes": {"a.com": 1}})", "a.com", 443, 1},
+      {R"({"scheme": "grpcs", "nodes": {"a.com": 1}})", "a.com", 443, 1},
+      {R"({"scheme": "grpc", "nodes": {"a.com": 1}})", "a.com", 80, 1},
+      {R"({"nodes": {"[::1]:8080": 0}})", "::1", 8080, 0},
+      {R"({"nodes": {"[::1]": 1}})", "::1", 80, 1},
+      {R"({"nodes": {"::1": 1}})", "::1", 80, 1},
+      {R"({"nodes": [{"host": "a.com", "weight": 5}]})", "a.com", 80, 5},
+      {R"({"scheme": "https", "nodes": [{"host": "a.com", "weight": 5}]})", "a.com", 443, 5},
+      {R"({"nodes": [{"host": "[::1]", "port": 81, "weight": 1}]})", "::1", 81, 1},
+      {R"({"nodes": [{"host": "::1", "port": 81, "weight": 1}]})", "::1", 81, 1},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.json);
+    auto u = decode_upstream(Json::parse(c.json));
+    ASSERT_TRUE(u.is_ok()) << u.status().message();
+    ASSERT_EQ(u->nodes.size(), 1u);
+    EXPECT_EQ(u->nodes[0].host, c.host);
+    EXPECT_EQ(u->nodes[0].port, c.port);
+    EXPECT_EQ(u->nodes[0].weight, c.weight);
+  }
+}
+
+TEST(DecodeUpstream, NodePriorityIsKept) {
+  auto u = decode_upstream(Json::parse(
+      R"({"nodes": [{"host": "a", "weight": 1, "priority": 2}, {"host": "b", "weight": 1}]})"));
+  ASSERT_TRUE(u.is_ok()) << u.status().message();
+  ASSERT_EQ(u->nodes.size(), 2u);
+  EXPECT_EQ(u->nodes[0].priority, 2);
+  EXPECT_EQ(u->nodes[1].priority, 0);
+}
+
+}  // namespace
+}  // namespace sluice::config

@@ -1,0 +1,187 @@
+#include "config/standalone.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+namespace sluice::config {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::StartsWith;
+
+constexpr const char* kMissingEnd =
+    "apisix.yaml: missing the #END line at the end (the file may be partly written)";
+
+TEST(Standalone, EndMarker) {
+  const char* valid[] = {"#END", "#END\n", "routes: []\n#END\n\n  \n", "\n#END \t\n",
+                         "upstreams: []\n#END"};
+  for (const char* text : valid) {
+    SCOPED_TRACE(text);
+    auto r = parse_standalone(text);
+    EXPECT_TRUE(r.is_ok()) << r.status().message();
+  }
+  const char* invalid[] = {"",    "routes: []\n", "#END\nroutes: []\n",
+                           "#EN", "#END x\n",     "routes: [] #ENDx\n"};
+  for (const char* text : invalid) {
+    SCOPED_TRACE(text);
+    auto r = parse_standalone(text);
+    ASSERT_FALSE(r.is_ok());
+    EXPECT_EQ(r.status().message(), kMissingEnd);
+  }
+}
+
+TEST(Standalone, EmptyFileIsAnEmptyConfig) {
+  auto r = parse_standalone("# nothing yet\n#END\n");
+  ASSERT_TRUE(r.is_ok()) << r.status().message();
+  EXPECT_TRUE(r->routes.empty());
+  EXPECT_TRUE(r->services.empty());
+  EXPECT_TRUE(r->upstreams.empty());
+  EXPECT_TRUE(r->warnings.empty());
+}
+
+TEST(Standalone, DecodesEveryServedKind) {
+  auto r = parse_standalone(R"(
+routes:
+  - id: 1
+    uri: /hello
+    service_id: s1
+    create_time: 1700000000
+  - id: r2
+    uris: ["/a", "/b"]
+    upstream_id: u1
+services:
+  - id: s1
+    upstream_id: u1
+upstreams:
+  - id: u1
+    nodes:
+      "127.0.0.1:1980": 1
+#END
+)");
+  ASSERT_TRUE(r.is_ok()) << r.status().message();
+  ASSERT_EQ(r->routes.size(), 2u);
+  EXPECT_EQ(r->routes[0].id, "1");
+  EXPECT_EQ(r->routes[0].create_time, 1700000000);
+  EXPECT_EQ(r->routes[1].uris.size(), 2u);
+  ASSERT_EQ(r->services.size(), 1u);
+  ASSERT_EQ(r->upstreams.size(), 1u);
+  EXPECT_EQ(r->upstreams[0].nodes.at(0).port, 1980);
+}
+
+TEST(Standalone, OtherKindsAreAcceptedWithAWarning) {
+  auto r = parse_standalone(R"(
+consumers:
+  - username: jack
+global_rules: []
+plugin_metadata:
+  - id: http-logger
+ssls:
+stream_routes: []
+protos: []
+consumer_groups: []
+secrets: []
+plugin_configs: []
+#END
+)");
+  ASSERT_TRUE(r.is_ok()) << r.status().message();
+  EXPECT_THAT(r->warnings,
+              ::testing::ElementsAre(
+                  "apisix.yaml: consumers (1 items) are not served yet and are ignored",
+                  "apisix.yaml: plugin_metadata (1 items) are not served yet and are ignored"));
+}
+
+struct ErrorCase {
+  const char* text;
+  const char* error;  // expected prefix
+};
+
+TEST(Standalone, Errors) {
+  const ErrorCase cases[] = {
+      {"routes:\n  - id: 1\n    uri: /a\n    upstream_id: 1\n  - id: 2\n    uri: /b\n"
+       "    upstream_id: 1\n  - id: \"5\"\n    uri: 5\n    upstream_id: 1\n#END\n",
+       R"(apisix.yaml: routes[2] (id "5"): invalid configuration: property "uri" validation failed: wrong type: expected string, got number)"},
+      {"routes:\n  - id: 7\n    uri: a\n    upstream_id: 1\n#END\n",
+       R"(apisix.yaml: routes[0] (id "7"): invalid configuration: property "uri" validation failed: failed to match pattern)"},
+      {"routes:\n  - uri: /a\n    upstream_id: 1\n#END\n", "apisix.yaml: routes[0]: missing id"},
+      {"upstreams:\n  - nodes: {}\n#END\n", "apisix.yaml: upstreams[0]: missing id"},
+      {"routes:\n  - id: 1\n    uri: /a\n    upstream_id: 1\n  - id: \"1\"\n    uri: /b\n"
+       "    upstream_id: 1\n#END\n",
+       R"(apisix.yaml: routes[1] (id "1"): duplicate id, also used by routes[0])"},
+      {"services:\n  - id: s\n  - id: s\n#END\n",
+       R"(apisix.yaml: services[1] (id "s"): duplicate id, also used by services[0])"},
+      {"routes:\n  - 5\n#END\n",
+       "apisix.yaml: routes[0]: invalid configuration: wrong type: expected object, got number"},
+      {"routes: {}\n#END\n", "apisix.yaml: routes: wrong type: expected array, got object"},
+      {"consumers: 1\n#END\n", "apisix.yaml: consumers: wrong type: expected array, got number"},
+      {"route: []\n#END\n", "apisix.yaml: unknown top-level key \"route\""},
+      {"- 1\n#END\n", "apisix.yaml: the top level must be a mapping, got array"},
+      {"routes: [\n#END\n", "apisix.yaml: line "},
+      {"upstreams:\n  - id: u\n    nodes: {}\n    discovery_type: dns\n#END\n",
+       R"(apisix.yaml: upstreams[0] (id "u"): invalid configuration: service discovery is not supported)"},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.text);
+    auto r = parse_standalone(c.text);
+    ASSERT_FALSE(r.is_ok());
+    EXPECT_THAT(r.status().message(), StartsWith(c.error));
+  }
+}
+
+TEST(Standalone, SubstitutesEnvironmentValues) {
+  setenv("SLUICE_T_NODE", "10.1.2.3:8080", 1);
+  setenv("SLUICE_T_WEIGHT", "4", 1);
+  unsetenv("SLUICE_T_MISSING");
+  auto r = parse_standalone(R"(
+upstreams:
+  - id: u
+    nodes:
+      "${{SLUICE_T_NODE}}": ${{SLUICE_T_WEIGHT}}
+    retries: ${{ SLUICE_T_MISSING := 2 }}
+# a comment naming ${{SLUICE_T_MISSING}} is not substituted
+#END
+)");
+  ASSERT_TRUE(r.is_ok()) << r.status().message();
+  ASSERT_EQ(r->upstreams[0].nodes.size(), 1u);
+  EXPECT_EQ(r->upstreams[0].nodes[0].host, "10.1.2.3");
+  EXPECT_EQ(r->upstreams[0].nodes[0].port, 8080);
+  EXPECT_EQ(r->upstreams[0].nodes[0].weight, 4);
+  EXPECT_EQ(r->upstreams[0].retries, 2);
+
+  auto bad = parse_standalone("routes:\n  - id: ${{SLUICE_T_MISSING}}\n#END\n");
+  ASSERT_FALSE(bad.is_ok());
+  EXPECT_EQ(bad.status().message(),
+            "apisix.yaml: failed to handle configuration: can't find environment variable "
+            "SLUICE_T_MISSING");
+}
+
+std::string read_shipped(const char* name) {
+  auto path = std::filesystem::path(__FILE__).parent_path() / "../../../conf" / name;
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+TEST(Standalone, ShippedApisixYamlParses) {
+  std::string text = read_shipped("apisix.yaml");
+  ASSERT_FALSE(text.empty()) << "conf/apisix.yaml not found next to " << __FILE__;
+  auto r = parse_standalone(text);
+  ASSERT_TRUE(r.is_ok()) << r.status().message();
+  ASSERT_EQ(r->routes.size(), 1u);
+  EXPECT_EQ(r->routes[0].uris, std::vector<std::string>{"/hello"});
+  ASSERT_TRUE(r->routes[0].upstream.has_value());
+  const auto& up = *r->routes[0].upstream;
+  EXPECT_EQ(up.type, BalancerType::kRoundRobin);
+  ASSERT_EQ(up.nodes.size(), 1u);
+  EXPECT_EQ(up.nodes[0].host, "127.0.0.1");
+  EXPECT_EQ(up.nodes[0].port, 1980);
+  EXPECT_TRUE(r->warnings.empty());
+}
+
+}  // namespace
+}  // namespace sluice::config
