@@ -12,8 +12,8 @@ namespace sluice::common {
 std::atomic<int> g_log_level{static_cast<int>(LogLevel::kWarn)};
 
 namespace {
-constexpr std::array<std::string_view, 8> kNames = {"debug", "info",  "notice", "warn",
-                                                    "error", "crit",  "alert",  "emerg"};
+constexpr std::array<std::string_view, 8> kNames = {"debug", "info", "notice", "warn",
+                                                    "error", "crit", "alert",  "emerg"};
 }
 
 bool parse_log_level(std::string_view name, LogLevel* out) {
@@ -38,8 +38,8 @@ void log_write(LogLevel level, std::string_view message) {
   char stamp[32];
   strftime(stamp, sizeof(stamp), "%Y/%m/%d %H:%M:%S", &t);
   // One write(2) per line so lines from different threads never interleave.
-  std::string line = fmt::format("{} [{}] {}: {}\n", stamp, kNames[static_cast<int>(level)],
-                                 getpid(), message);
+  std::string line =
+      fmt::format("{} [{}] {}: {}\n", stamp, kNames[static_cast<int>(level)], getpid(), message);
   ssize_t r = ::write(STDERR_FILENO, line.data(), line.size());
   (void)r;
 }

@@ -2,8 +2,9 @@
 // Leveled logging to stderr. The level check is one relaxed load, so a disabled debug line
 // costs nothing on the request path.
 
-#include <atomic>
 #include <fmt/format.h>
+
+#include <atomic>
 #include <string_view>
 
 namespace sluice::common {
@@ -23,10 +24,9 @@ void log_write(LogLevel level, std::string_view message);
 
 }  // namespace sluice::common
 
-#define SLUICE_LOG(level, ...)                                                          \
-  do {                                                                                  \
-    if (::sluice::common::log_enabled(::sluice::common::LogLevel::level)) {             \
-      ::sluice::common::log_write(::sluice::common::LogLevel::level,                    \
-                                  ::fmt::format(__VA_ARGS__));           \
-    }                                                                                   \
+#define SLUICE_LOG(level, ...)                                                                    \
+  do {                                                                                            \
+    if (::sluice::common::log_enabled(::sluice::common::LogLevel::level)) {                       \
+      ::sluice::common::log_write(::sluice::common::LogLevel::level, ::fmt::format(__VA_ARGS__)); \
+    }                                                                                             \
   } while (0)

@@ -31,7 +31,7 @@ class Status {
 template <typename T>
 class StatusOr {
  public:
-  StatusOr(T value) : v_(std::move(value)) {}  // NOLINT: implicit by design
+  StatusOr(T value) : v_(std::move(value)) {}         // NOLINT: implicit by design
   StatusOr(Status status) : v_(std::move(status)) {}  // NOLINT: must not be ok
 
   bool is_ok() const { return v_.index() == 0; }

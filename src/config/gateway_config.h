@@ -23,12 +23,12 @@ struct GatewayConfig {
   std::vector<ListenAddr> node_listen = {{"0.0.0.0", 9080}};  // apisix.node_listen
   int worker_processes = 0;  // nginx_config.worker_processes; 0 = auto (one per CPU)
   common::LogLevel error_log_level = common::LogLevel::kWarn;  // nginx_config.error_log_level
-  std::string role = "traditional";  // deployment.role
+  std::string role = "traditional";                            // deployment.role
   // deployment.role_data_plane.config_provider / role_traditional.config_provider
   ConfigProvider config_provider = ConfigProvider::kYaml;
   std::string server_tokens_name = "sluice";  // apisix.server_tokens_name... see .cc
-  bool server_tokens = true;  // apisix.enable_server_tokens
-  double dns_resolver_valid = 30;  // apisix.dns_resolver_valid: seconds a DNS answer is kept
+  bool server_tokens = true;                  // apisix.enable_server_tokens
+  double dns_resolver_valid = 30;         // apisix.dns_resolver_valid: seconds a DNS answer is kept
   double graceful_shutdown_timeout = 10;  // seconds in-flight requests get on SIGTERM
   // nginx_config.http: client-facing limits and timeouts.
   double client_header_timeout = 60;

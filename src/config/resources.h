@@ -5,11 +5,10 @@
 
 #include <cstdint>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "common/status.h"
 
@@ -28,15 +27,15 @@ struct TimeoutConf {
 struct UpstreamNodeConf {
   std::string host;  // IPv4/IPv6 literal (no brackets) or a DNS name
   uint16_t port = 80;
-  int weight = 1;     // >= 0
+  int weight = 1;  // >= 0
   int priority = 0;
 };
 
 // Thread: any (value type)
 struct KeepalivePoolConf {
-  int size = 320;              // >= 1
-  double idle_timeout = 60;    // seconds, >= 0
-  int requests = 1000;         // >= 1
+  int size = 320;            // >= 1
+  double idle_timeout = 60;  // seconds, >= 0
+  int requests = 1000;       // >= 1
 };
 
 enum class BalancerType { kRoundRobin, kChash, kLeastConn, kEwma };
@@ -54,7 +53,7 @@ struct UpstreamConf {
   std::optional<TimeoutConf> timeout;
   KeepalivePoolConf keepalive_pool;
   PassHost pass_host = PassHost::kPass;
-  std::string upstream_host;  // required when pass_host == rewrite
+  std::string upstream_host;    // required when pass_host == rewrite
   std::string scheme = "http";  // http | https | grpc | grpcs
   std::string hash_on = "vars";
   std::string key;

@@ -1,9 +1,9 @@
 #include "config/snapshot_builder.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <unordered_map>
-
-#include <fmt/format.h>
 
 #include "http/message.h"
 
@@ -118,9 +118,8 @@ class Builder {
       auto it = services_.find(r.service_id);
       if (it == services_.end()) {
         service_missing = true;
-        out_.warnings.push_back(
-            fmt::format("route {}: service {} not found; the route answers 404", r.id,
-                        r.service_id));
+        out_.warnings.push_back(fmt::format("route {}: service {} not found; the route answers 404",
+                                            r.id, r.service_id));
       } else {
         svc = it->second;
       }
@@ -153,9 +152,9 @@ class Builder {
     for (const auto& a : r.remote_addrs) {
       auto cidr = router::parse_cidr(a);
       if (!cidr) {
-        return common::Status::error(fmt::format(
-            "invalid configuration: property \"remote_addrs\" validation failed: {}",
-            cidr.status().message()));
+        return common::Status::error(
+            fmt::format("invalid configuration: property \"remote_addrs\" validation failed: {}",
+                        cidr.status().message()));
       }
       spec->remote_addrs.push_back(*cidr);
     }
@@ -173,8 +172,7 @@ class Builder {
   const upstream::Upstream* find_upstream(const std::string& id, const std::string& who) {
     auto it = by_upstream_id_.find(id);
     if (it == by_upstream_id_.end()) {
-      out_.warnings.push_back(
-          fmt::format("{}: upstream {} not found; requests get 503", who, id));
+      out_.warnings.push_back(fmt::format("{}: upstream {} not found; requests get 503", who, id));
       return nullptr;
     }
     return it->second;

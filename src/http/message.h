@@ -57,8 +57,8 @@ struct RequestHead {
   size_t num_headers = 0;
 
   BodyKind body_kind = BodyKind::kNone;
-  uint64_t content_length = 0;  // valid when body_kind == kLength
-  bool keep_alive = true;       // after applying version default and Connection tokens
+  uint64_t content_length = 0;   // valid when body_kind == kLength
+  bool keep_alive = true;        // after applying version default and Connection tokens
   bool expect_continue = false;  // Expect: 100-continue
 
   // First header with this name (ASCII case-insensitive), or nullptr.

@@ -2,13 +2,12 @@
 
 #include <arpa/inet.h>
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <netinet/tcp.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
-
-#include <fmt/format.h>
 
 namespace sluice::io {
 
@@ -29,8 +28,7 @@ std::string SockAddr::ip_text() const {
       inet_ntop(AF_INET6, &a6->sin6_addr, buf, sizeof(buf));
     }
   } else {
-    inet_ntop(AF_INET, &reinterpret_cast<const sockaddr_in*>(&storage)->sin_addr, buf,
-              sizeof(buf));
+    inet_ntop(AF_INET, &reinterpret_cast<const sockaddr_in*>(&storage)->sin_addr, buf, sizeof(buf));
   }
   return buf;
 }

@@ -40,7 +40,7 @@ class UpstreamConn : public io::IoHandler {
   // The peer's FIN is queued behind the data: a short read must not be taken as "drained",
   // since no further edge will come to report the EOF.
   bool fin = false;
-  uint32_t requests = 0;   // requests sent on this connection
+  uint32_t requests = 0;  // requests sent on this connection
 
   // Set while busy; null while pooled.
   UpstreamOwner* owner = nullptr;

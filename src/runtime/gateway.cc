@@ -1,5 +1,6 @@
 #include "runtime/gateway.h"
 
+#include <fmt/format.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/signalfd.h>
@@ -9,8 +10,6 @@
 #include <cstring>
 #include <fstream>
 #include <sstream>
-
-#include <fmt/format.h>
 
 #include "common/log.h"
 #include "config/snapshot_builder.h"
@@ -48,8 +47,7 @@ Gateway::~Gateway() = default;
 common::Status Gateway::load_gateway_config() {
   std::string text;
   if (!read_file(config_path_, &text)) {
-    return common::Status::error(
-        fmt::format("cannot read {}: {}", config_path_, strerror(errno)));
+    return common::Status::error(fmt::format("cannot read {}: {}", config_path_, strerror(errno)));
   }
   auto conf = config::parse_gateway_config(text, config_dir_);
   if (!conf) {

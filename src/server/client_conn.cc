@@ -5,12 +5,11 @@
 
 #include "server/client_conn.h"
 
+#include <fmt/format.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <cerrno>
-
-#include <fmt/format.h>
 
 #include "common/log.h"
 #include "server/worker.h"
@@ -305,21 +304,36 @@ void ClientConn::close_now() {
 
 std::string_view status_reason(int status) {
   switch (status) {
-    case 100: return "Continue";
-    case 200: return "OK";
-    case 400: return "Bad Request";
-    case 404: return "Not Found";
-    case 408: return "Request Timeout";
-    case 413: return "Request Entity Too Large";
-    case 414: return "Request-URI Too Large";
-    case 431: return "Request Header Fields Too Large";
-    case 500: return "Internal Server Error";
-    case 501: return "Not Implemented";
-    case 502: return "Bad Gateway";
-    case 503: return "Service Temporarily Unavailable";
-    case 504: return "Gateway Time-out";
-    case 505: return "HTTP Version Not Supported";
-    default: return "Unknown";
+    case 100:
+      return "Continue";
+    case 200:
+      return "OK";
+    case 400:
+      return "Bad Request";
+    case 404:
+      return "Not Found";
+    case 408:
+      return "Request Timeout";
+    case 413:
+      return "Request Entity Too Large";
+    case 414:
+      return "Request-URI Too Large";
+    case 431:
+      return "Request Header Fields Too Large";
+    case 500:
+      return "Internal Server Error";
+    case 501:
+      return "Not Implemented";
+    case 502:
+      return "Bad Gateway";
+    case 503:
+      return "Service Temporarily Unavailable";
+    case 504:
+      return "Gateway Time-out";
+    case 505:
+      return "HTTP Version Not Supported";
+    default:
+      return "Unknown";
   }
 }
 

@@ -118,7 +118,7 @@ class ClientConn : public io::IoHandler, public proxy::UpstreamOwner {
   io::Outbox up_out_;
   size_t up_out_consume_ = 0;  // client buffer bytes to drop once up_out_ is flushed
   char up_chunk_hdr_[24];
-  bool up_piece_ = false;  // up_out_ holds a body piece (chunk header buffer in use)
+  bool up_piece_ = false;   // up_out_ holds a body piece (chunk header buffer in use)
   size_t host_offset_ = 0;  // where the Host line goes in up_head_
   size_t host_len_ = 0;
   std::string client_host_;
@@ -127,8 +127,8 @@ class ClientConn : public io::IoHandler, public proxy::UpstreamOwner {
   // The upstream side.
   std::unique_ptr<proxy::UpstreamConn> up_;
   int node_ = -1;
-  uint64_t tried_ = 0;   // bit per node already tried
-  int tries_left_ = 0;   // further nodes we may still try on connect failure
+  uint64_t tried_ = 0;  // bit per node already tried
+  int tries_left_ = 0;  // further nodes we may still try on connect failure
   bool up_reused_ = false;
   bool retried_idle_ = false;
   bool response_started_ = false;  // a byte of the response reached the client outbox

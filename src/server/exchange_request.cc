@@ -1,12 +1,11 @@
 // The request half of an exchange: route, pick a node, connect or reuse a pooled connection,
 // send the rebuilt head and stream the body upstream with backpressure.
 
+#include <fmt/format.h>
 #include <sys/socket.h>
 
 #include <cerrno>
 #include <cstring>
-
-#include <fmt/format.h>
 
 #include "common/log.h"
 #include "server/client_conn.h"
@@ -404,8 +403,7 @@ void ClientConn::release_upstream(bool reusable) {
 }
 
 void ClientConn::upstream_failed(int status, const char* why) {
-  SLUICE_LOG(kError, "upstream {} for {}: {}", up_ ? up_->key() : std::string("-"), peer_ip_,
-             why);
+  SLUICE_LOG(kError, "upstream {} for {}: {}", up_ ? up_->key() : std::string("-"), peer_ip_, why);
   if (response_started_) {
     close_now();
     return;

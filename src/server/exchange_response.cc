@@ -1,11 +1,10 @@
 // The response half of an exchange: read and check the upstream's head, rebuild it for the
 // client, and stream the body back with its framing regenerated, never copied.
 
+#include <fmt/format.h>
 #include <sys/socket.h>
 
 #include <cerrno>
-
-#include <fmt/format.h>
 
 #include "common/log.h"
 #include "server/client_conn.h"
@@ -288,8 +287,8 @@ ClientConn::Step ClientConn::send_response() {
 }
 
 void ClientConn::finish_exchange() {
-  bool reusable = resp_.keep_alive && resp_body_ != http::BodyKind::kUntilClose &&
-                  req_body_done_ && up_->in().empty();
+  bool reusable = resp_.keep_alive && resp_body_ != http::BodyKind::kUntilClose && req_body_done_ &&
+                  up_->in().empty();
   release_upstream(reusable);
   snap_.reset();
   route_ = nullptr;

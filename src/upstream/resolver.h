@@ -13,7 +13,8 @@ namespace sluice::upstream {
 // Thread: control
 class DnsCache {
  public:
-  explicit DnsCache(double valid_seconds) : valid_ms_(static_cast<uint64_t>(valid_seconds * 1000)) {}
+  explicit DnsCache(double valid_seconds)
+      : valid_ms_(static_cast<uint64_t>(valid_seconds * 1000)) {}
 
   // The address text for `host` ("" when it does not resolve). IP literals pass through.
   std::string lookup(const std::string& host);

@@ -15,7 +15,7 @@ enum class PassHost { kPass, kNode, kRewrite };
 
 // Thread: any (immutable)
 struct Node {
-  std::string host;         // as configured (IP literal or DNS name)
+  std::string host;  // as configured (IP literal or DNS name)
   uint16_t port = 0;
   int weight = 1;
   int priority = 0;
@@ -35,10 +35,10 @@ struct Timeouts {
 
 // Thread: any (immutable)
 struct Upstream {
-  std::string id;       // resource id, or "route:<id>" for an inline upstream
-  uint32_t index = 0;   // position in the snapshot's upstream list
+  std::string id;      // resource id, or "route:<id>" for an inline upstream
+  uint32_t index = 0;  // position in the snapshot's upstream list
   std::vector<Node> nodes;
-  int retries = 0;      // extra tries on connect failure
+  int retries = 0;  // extra tries on connect failure
   Timeouts timeouts;
   uint32_t pool_size = 320;
   uint32_t pool_idle_ms = 60000;

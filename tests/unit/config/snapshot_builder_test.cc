@@ -154,7 +154,8 @@ routes:
     uri: /v
     vars: [["arg_x", "no-such-op", "1"]]
     upstream: {nodes: {"127.0.0.1:80": 1}}
-)").find("route 1:"),
+)")
+                .find("route 1:"),
             std::string::npos);
   EXPECT_NE(build_error(R"(
 routes:
@@ -162,7 +163,8 @@ routes:
     uri: /c
     remote_addrs: ["10.0.0.0/99"]
     upstream: {nodes: {"127.0.0.1:80": 1}}
-)").find("remote_addrs"),
+)")
+                .find("remote_addrs"),
             std::string::npos);
 }
 
