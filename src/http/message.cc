@@ -82,6 +82,35 @@ bool is_hop_by_hop(std::string_view name) {
   }
 }
 
+namespace {
+std::string_view trim_ows(std::string_view t) {
+  while (!t.empty() && (t.front() == ' ' || t.front() == '\t')) {
+    t.remove_prefix(1);
+  }
+  while (!t.empty() && (t.back() == ' ' || t.back() == '\t')) {
+    t.remove_suffix(1);
+  }
+  return t;
+}
+}  // namespace
+
+bool named_in_connection(const Header* headers, size_t n, std::string_view name) {
+  for (size_t i = 0; i < n; ++i) {
+    if (!iequals(headers[i].name, "connection")) {
+      continue;
+    }
+    std::string_view v = headers[i].value;
+    while (!v.empty()) {
+      size_t comma = v.find(',');
+      if (iequals(trim_ows(v.substr(0, comma)), name)) {
+        return true;
+      }
+      v = comma == std::string_view::npos ? std::string_view() : v.substr(comma + 1);
+    }
+  }
+  return false;
+}
+
 const Header* RequestHead::find(std::string_view name) const { return find_header(*this, name); }
 const Header* ResponseHead::find(std::string_view name) const { return find_header(*this, name); }
 

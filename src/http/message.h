@@ -87,4 +87,8 @@ bool iequals(std::string_view a, std::string_view b);
 // Proxy-Authenticate, Proxy-Authorization.
 bool is_hop_by_hop(std::string_view name);
 
+// True when `name` is one of the comma-separated tokens of the Connection header(s) among
+// `headers` (RFC 9110 7.6.1: such headers are hop-by-hop too).
+bool named_in_connection(const Header* headers, size_t n, std::string_view name);
+
 }  // namespace sluice::http

@@ -17,31 +17,6 @@ namespace {
 
 constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
 
-// True when `name` is one of the tokens of the request's Connection header(s).
-bool named_in_connection(const http::RequestHead& req, std::string_view name) {
-  for (size_t i = 0; i < req.num_headers; ++i) {
-    if (!http::iequals(req.headers[i].name, "connection")) {
-      continue;
-    }
-    std::string_view v = req.headers[i].value;
-    while (!v.empty()) {
-      size_t comma = v.find(',');
-      std::string_view tok = v.substr(0, comma);
-      while (!tok.empty() && (tok.front() == ' ' || tok.front() == '\t')) {
-        tok.remove_prefix(1);
-      }
-      while (!tok.empty() && (tok.back() == ' ' || tok.back() == '\t')) {
-        tok.remove_suffix(1);
-      }
-      if (http::iequals(tok, name)) {
-        return true;
-      }
-      v = comma == std::string_view::npos ? std::string_view() : v.substr(comma + 1);
-    }
-  }
-  return false;
-}
-
 // Headers the gateway sets itself or regenerates.
 bool replaced_upstream(std::string_view n) {
   return http::iequals(n, "host") || http::iequals(n, "content-length") ||
@@ -134,6 +109,8 @@ void ClientConn::build_upstream_head() {
   host_offset_ = h.size();
   host_len_ = 0;
   xff_prev_.clear();
+  // Most requests carry no Connection header: then no header can be named in one.
+  const bool has_connection = req_.find("connection") != nullptr;
   for (size_t i = 0; i < req_.num_headers; ++i) {
     const http::Header& hd = req_.headers[i];
     if (http::iequals(hd.name, "x-forwarded-for")) {
@@ -144,7 +121,7 @@ void ClientConn::build_upstream_head() {
       continue;
     }
     if (http::is_hop_by_hop(hd.name) || replaced_upstream(hd.name) ||
-        named_in_connection(req_, hd.name)) {
+        (has_connection && http::named_in_connection(req_.headers, req_.num_headers, hd.name))) {
       continue;
     }
     h.append(hd.name).append(": ").append(hd.value).append("\r\n");

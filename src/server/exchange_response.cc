@@ -12,34 +12,6 @@
 
 namespace sluice::server {
 
-namespace {
-
-bool named_in_connection(const http::ResponseHead& resp, std::string_view name) {
-  for (size_t i = 0; i < resp.num_headers; ++i) {
-    if (!http::iequals(resp.headers[i].name, "connection")) {
-      continue;
-    }
-    std::string_view v = resp.headers[i].value;
-    while (!v.empty()) {
-      size_t comma = v.find(',');
-      std::string_view tok = v.substr(0, comma);
-      while (!tok.empty() && (tok.front() == ' ' || tok.front() == '\t')) {
-        tok.remove_prefix(1);
-      }
-      while (!tok.empty() && (tok.back() == ' ' || tok.back() == '\t')) {
-        tok.remove_suffix(1);
-      }
-      if (http::iequals(tok, name)) {
-        return true;
-      }
-      v = comma == std::string_view::npos ? std::string_view() : v.substr(comma + 1);
-    }
-  }
-  return false;
-}
-
-}  // namespace
-
 // Reads from the upstream into its buffer. kProgress with *eof set on FIN or reset.
 ClientConn::Step ClientConn::read_upstream(bool* eof) {
   *eof = false;
@@ -148,9 +120,11 @@ void ClientConn::build_response_head() {
   h.clear();
   fmt::format_to(std::back_inserter(h), "HTTP/1.1 {} ", resp_.status);
   h.append(resp_.reason).append("\r\n");
+  const bool has_connection = resp_.find("connection") != nullptr;
   for (size_t i = 0; i < resp_.num_headers; ++i) {
     const http::Header& hd = resp_.headers[i];
-    if (http::is_hop_by_hop(hd.name) || named_in_connection(resp_, hd.name)) {
+    if (http::is_hop_by_hop(hd.name) ||
+        (has_connection && http::named_in_connection(resp_.headers, resp_.num_headers, hd.name))) {
       continue;
     }
     if (http::iequals(hd.name, "content-length") && !pass_length) {
