@@ -8,7 +8,6 @@ namespace {
 constexpr std::array<std::string_view, 10> kMethodNames = {
     "GET", "HEAD", "POST", "PUT", "DELETE", "PATCH", "OPTIONS", "CONNECT", "TRACE", "PURGE"};
 
-inline char lower(char c) { return (c >= 'A' && c <= 'Z') ? static_cast<char>(c + 32) : c; }
 
 template <typename Head>
 const Header* find_header(const Head& h, std::string_view name) {
@@ -49,18 +48,6 @@ bool is_idempotent(Method m) {
   }
 }
 
-bool iequals(std::string_view a, std::string_view b) {
-  if (a.size() != b.size()) {
-    return false;
-  }
-  for (size_t i = 0; i < a.size(); ++i) {
-    if (lower(a[i]) != lower(b[i])) {
-      return false;
-    }
-  }
-  return true;
-}
-
 bool is_hop_by_hop(std::string_view name) {
   switch (name.size()) {
     case 2:
@@ -94,7 +81,8 @@ std::string_view trim_ows(std::string_view t) {
 }
 }  // namespace
 
-bool named_in_connection(const Header* headers, size_t n, std::string_view name) {
+template <typename Fn>
+void for_each_token(const Header* headers, size_t n, Fn&& fn) {
   for (size_t i = 0; i < n; ++i) {
     if (!iequals(headers[i].name, "connection")) {
       continue;
@@ -102,13 +90,39 @@ bool named_in_connection(const Header* headers, size_t n, std::string_view name)
     std::string_view v = headers[i].value;
     while (!v.empty()) {
       size_t comma = v.find(',');
-      if (iequals(trim_ows(v.substr(0, comma)), name)) {
-        return true;
+      std::string_view tok = trim_ows(v.substr(0, comma));
+      if (!tok.empty() && !iequals(tok, "close") && !iequals(tok, "keep-alive")) {
+        fn(tok);
       }
       v = comma == std::string_view::npos ? std::string_view() : v.substr(comma + 1);
     }
   }
-  return false;
+}
+
+ConnectionTokens::ConnectionTokens(const Header* headers, size_t n)
+    : headers_(headers), num_headers_(n) {
+  for_each_token(headers, n, [this](std::string_view tok) {
+    if (n_ < kMax) {
+      names_[n_++] = tok;
+    } else {
+      overflow_ = true;
+    }
+  });
+}
+
+bool ConnectionTokens::contains(std::string_view name) const {
+  for (size_t i = 0; i < n_; ++i) {
+    if (iequals(names_[i], name)) {
+      return true;
+    }
+  }
+  if (!overflow_) {
+    return false;
+  }
+  bool found = false;
+  for_each_token(headers_, num_headers_,
+                 [&](std::string_view tok) { found = found || iequals(tok, name); });
+  return found;
 }
 
 const Header* RequestHead::find(std::string_view name) const { return find_header(*this, name); }

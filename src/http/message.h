@@ -79,16 +79,48 @@ struct ResponseHead {
   const Header* find(std::string_view name) const;
 };
 
-// ASCII case-insensitive equality, for header names and tokens.
-bool iequals(std::string_view a, std::string_view b);
+// ASCII case-insensitive equality, for header names and tokens. Inline: it runs for every
+// header of every message.
+inline bool iequals(std::string_view a, std::string_view b) {
+  if (a.size() != b.size()) {
+    return false;
+  }
+  for (size_t i = 0; i < a.size(); ++i) {
+    char x = a[i], y = b[i];
+    if (x != y) {
+      // Only letters may differ, and only by the 0x20 case bit.
+      char lx = static_cast<char>(x | 0x20);
+      if (lx != static_cast<char>(y | 0x20) || lx < 'a' || lx > 'z') {
+        return false;
+      }
+    }
+  }
+  return true;
+}
 
 // True for the connection-level headers RFC 9110 7.6.1 says a proxy must not forward:
 // Connection, Keep-Alive, Proxy-Connection, TE, Trailer, Transfer-Encoding, Upgrade,
 // Proxy-Authenticate, Proxy-Authorization.
 bool is_hop_by_hop(std::string_view name);
 
-// True when `name` is one of the comma-separated tokens of the Connection header(s) among
-// `headers` (RFC 9110 7.6.1: such headers are hop-by-hop too).
-bool named_in_connection(const Header* headers, size_t n, std::string_view name);
+// The header names listed in a message's Connection header(s) (RFC 9110 7.6.1: those
+// headers are hop-by-hop too). `close` and `keep-alive` are left out: they name no header a
+// proxy would otherwise forward. Collected once per message, so the usual
+// `Connection: keep-alive` costs nothing per header.
+// Thread: worker
+class ConnectionTokens {
+ public:
+  ConnectionTokens(const Header* headers, size_t n);
+  bool empty() const { return n_ == 0; }
+  bool contains(std::string_view name) const;
+
+ private:
+  static constexpr size_t kMax = 16;
+  std::string_view names_[kMax];
+  size_t n_ = 0;
+  const Header* headers_;  // for the rare message listing more than kMax tokens
+  size_t num_headers_;
+  bool overflow_ = false;
+};
 
 }  // namespace sluice::http

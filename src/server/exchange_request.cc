@@ -1,13 +1,13 @@
 // The request half of an exchange: route, pick a node, connect or reuse a pooled connection,
 // send the rebuilt head and stream the body upstream with backpressure.
 
-#include <fmt/format.h>
 #include <sys/socket.h>
 
 #include <cerrno>
 #include <cstring>
 
 #include "common/log.h"
+#include "common/strings.h"
 #include "server/client_conn.h"
 #include "server/worker.h"
 
@@ -19,10 +19,24 @@ constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
 
 // Headers the gateway sets itself or regenerates.
 bool replaced_upstream(std::string_view n) {
-  return http::iequals(n, "host") || http::iequals(n, "content-length") ||
-         http::iequals(n, "expect") || http::iequals(n, "x-real-ip") ||
-         http::iequals(n, "x-forwarded-for") || http::iequals(n, "x-forwarded-proto") ||
-         http::iequals(n, "x-forwarded-host") || http::iequals(n, "x-forwarded-port");
+  switch (n.size()) {
+    case 4:
+      return http::iequals(n, "host");
+    case 6:
+      return http::iequals(n, "expect");
+    case 9:
+      return http::iequals(n, "x-real-ip");
+    case 14:
+      return http::iequals(n, "content-length");
+    case 15:
+      return http::iequals(n, "x-forwarded-for");
+    case 16:
+      return http::iequals(n, "x-forwarded-host") || http::iequals(n, "x-forwarded-port");
+    case 17:
+      return http::iequals(n, "x-forwarded-proto");
+    default:
+      return false;
+  }
 }
 
 std::string_view strip_port(std::string_view host) {
@@ -109,8 +123,7 @@ void ClientConn::build_upstream_head() {
   host_offset_ = h.size();
   host_len_ = 0;
   xff_prev_.clear();
-  // Most requests carry no Connection header: then no header can be named in one.
-  const bool has_connection = req_.find("connection") != nullptr;
+  const http::ConnectionTokens listed(req_.headers, req_.num_headers);
   for (size_t i = 0; i < req_.num_headers; ++i) {
     const http::Header& hd = req_.headers[i];
     if (http::iequals(hd.name, "x-forwarded-for")) {
@@ -121,7 +134,7 @@ void ClientConn::build_upstream_head() {
       continue;
     }
     if (http::is_hop_by_hop(hd.name) || replaced_upstream(hd.name) ||
-        (has_connection && http::named_in_connection(req_.headers, req_.num_headers, hd.name))) {
+        (!listed.empty() && listed.contains(hd.name))) {
       continue;
     }
     h.append(hd.name).append(": ").append(hd.value).append("\r\n");
@@ -132,9 +145,13 @@ void ClientConn::build_upstream_head() {
   }
   h.append(peer_ip_).append("\r\nX-Forwarded-Proto: http\r\nX-Forwarded-Host: ");
   h.append(strip_port(req_.host));
-  fmt::format_to(std::back_inserter(h), "\r\nX-Forwarded-Port: {}\r\n", local_port_);
+  h.append("\r\nX-Forwarded-Port: ");
+  common::append_uint(h, local_port_);
+  h.append("\r\n");
   if (req_body_ == http::BodyKind::kLength) {
-    fmt::format_to(std::back_inserter(h), "Content-Length: {}\r\n", req_left_);
+    h.append("Content-Length: ");
+    common::append_uint(h, req_left_);
+    h.append("\r\n");
   } else if (req_body_ == http::BodyKind::kChunked) {
     h.append("Transfer-Encoding: chunked\r\n");
   } else if (req_.find("content-length") != nullptr) {

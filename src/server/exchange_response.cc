@@ -1,12 +1,12 @@
 // The response half of an exchange: read and check the upstream's head, rebuild it for the
 // client, and stream the body back with its framing regenerated, never copied.
 
-#include <fmt/format.h>
 #include <sys/socket.h>
 
 #include <cerrno>
 
 #include "common/log.h"
+#include "common/strings.h"
 #include "server/client_conn.h"
 #include "server/worker.h"
 
@@ -118,13 +118,14 @@ void ClientConn::build_response_head() {
   const Settings& st = w_.settings();
   std::string& h = out_head_;
   h.clear();
-  fmt::format_to(std::back_inserter(h), "HTTP/1.1 {} ", resp_.status);
+  h.append("HTTP/1.1 ");
+  common::append_uint(h, static_cast<uint64_t>(resp_.status));
+  h.push_back(' ');
   h.append(resp_.reason).append("\r\n");
-  const bool has_connection = resp_.find("connection") != nullptr;
+  const http::ConnectionTokens listed(resp_.headers, resp_.num_headers);
   for (size_t i = 0; i < resp_.num_headers; ++i) {
     const http::Header& hd = resp_.headers[i];
-    if (http::is_hop_by_hop(hd.name) ||
-        (has_connection && http::named_in_connection(resp_.headers, resp_.num_headers, hd.name))) {
+    if (http::is_hop_by_hop(hd.name) || (!listed.empty() && listed.contains(hd.name))) {
       continue;
     }
     if (http::iequals(hd.name, "content-length") && !pass_length) {
@@ -137,7 +138,9 @@ void ClientConn::build_response_head() {
   }
   h.append(st.server_header);
   if (resp_body_ == http::BodyKind::kLength) {
-    fmt::format_to(std::back_inserter(h), "Content-Length: {}\r\n", resp_left_);
+    h.append("Content-Length: ");
+    common::append_uint(h, resp_left_);
+    h.append("\r\n");
   } else if (resp_chunk_out_) {
     h.append("Transfer-Encoding: chunked\r\n");
   }
