@@ -1,5 +1,7 @@
 #include "config/env_subst.h"
 
+#include <fmt/format.h>
+
 #include <cctype>
 #include <cmath>
 #include <cstdlib>
@@ -169,6 +171,19 @@ Status substitute_env_in_document(nlohmann::json* doc) {
   } catch (const std::exception& e) {
     return Status::error(e.what());
   }
+}
+
+StatusOr<nlohmann::json> load_config_document(const std::string& text, const char* source) {
+  auto doc = yaml_to_json(text, source);
+  if (!doc.is_ok()) {
+    return doc.status();
+  }
+  Status s = substitute_env_in_document(&doc.value());
+  if (!s.is_ok()) {
+    return Status::error(
+        fmt::format("{}: failed to handle configuration: {}", source, s.message()));
+  }
+  return doc;
 }
 
 }  // namespace sluice::config

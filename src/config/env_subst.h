@@ -19,4 +19,8 @@ common::StatusOr<std::string> substitute_env(const std::string& text);
 // APISIX does: a number-looking result becomes a number, "true"/"false" a boolean.
 common::Status substitute_env_in_document(nlohmann::json* doc);
 
+// Parses a YAML config file (`source` names it in errors) and substitutes its environment
+// references: what config.yaml and apisix.yaml both go through.
+common::StatusOr<nlohmann::json> load_config_document(const std::string& text, const char* source);
+
 }  // namespace sluice::config

@@ -270,16 +270,12 @@ std::string directory_prefix(const std::string& dir) {
 }  // namespace
 
 StatusOr<GatewayConfig> parse_gateway_config(const std::string& yaml_text, const std::string& dir) {
-  auto doc = yaml_to_json(yaml_text, kSource);
+  auto doc = load_config_document(yaml_text, kSource);
   if (!doc.is_ok()) {
     return doc.status();
   }
-  Status s = substitute_env_in_document(&doc.value());
-  if (!s.is_ok()) {
-    return Status::error(
-        fmt::format("{}: failed to handle configuration: {}", kSource, s.message()));
-  }
   Reader reader;
+  Status s;
   try {
     s = reader.read(*doc);
   } catch (const std::exception& e) {

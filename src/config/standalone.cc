@@ -139,14 +139,9 @@ StatusOr<ConfigSet> parse_standalone(const std::string& text) {
     return Status::error(
         "apisix.yaml: missing the #END line at the end (the file may be partly written)");
   }
-  auto doc = yaml_to_json(text, kSource);
+  auto doc = load_config_document(text, kSource);
   if (!doc.is_ok()) {
     return doc.status();
-  }
-  Status s = substitute_env_in_document(&doc.value());
-  if (!s.is_ok()) {
-    return Status::error(
-        fmt::format("{}: failed to handle configuration: {}", kSource, s.message()));
   }
   try {
     return decode_document(*doc);

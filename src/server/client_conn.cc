@@ -70,19 +70,8 @@ void ClientConn::drive() {
 ClientConn::Step ClientConn::step() {
   // A queued interim response (100 Continue) leaves before anything else.
   if (!out_.empty() && state_ != State::kSendResponse && state_ != State::kLocalReply) {
-    if (!wr_ready_) {
-      return Step::kWait;
-    }
-    int err = 0;
-    switch (out_.flush(fd_, &err)) {
-      case io::Outbox::Result::kBlocked:
-        wr_ready_ = false;
-        return Step::kWait;
-      case io::Outbox::Result::kError:
-        close_now();
-        return Step::kProgress;
-      case io::Outbox::Result::kDone:
-        break;
+    if (Step s = flush_out(); s != Step::kDone) {
+      return s;
     }
   }
   switch (state_) {
@@ -200,7 +189,7 @@ void ClientConn::local_reply(int status, std::string_view body, bool close) {
   arm_timer(w_.settings().send_timeout_ms);
 }
 
-ClientConn::Step ClientConn::write_local_reply() {
+ClientConn::Step ClientConn::flush_out() {
   if (!wr_ready_) {
     return Step::kWait;
   }
@@ -208,12 +197,20 @@ ClientConn::Step ClientConn::write_local_reply() {
   switch (out_.flush(fd_, &err)) {
     case io::Outbox::Result::kBlocked:
       wr_ready_ = false;
+      arm_timer(w_.settings().send_timeout_ms);
       return Step::kWait;
     case io::Outbox::Result::kError:
       close_now();
       return Step::kProgress;
     case io::Outbox::Result::kDone:
       break;
+  }
+  return Step::kDone;
+}
+
+ClientConn::Step ClientConn::write_local_reply() {
+  if (Step s = flush_out(); s != Step::kDone) {
+    return s;
   }
   if (keep_alive_) {
     next_request();

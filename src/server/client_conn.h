@@ -76,6 +76,9 @@ class ClientConn : public io::IoHandler, public proxy::UpstreamOwner {
   bool can_retry_idle_failure() const;
   void local_reply(int status, std::string_view body, bool close);
   void next_request();
+  // Writes out_ to the client: kDone when all is sent, kWait when the socket is full,
+  // kProgress after closing on a write error.
+  Step flush_out();
   Step write_local_reply();
   Step linger();
   Step read_client(bool* eof);

@@ -243,19 +243,8 @@ ClientConn::Step ClientConn::send_response() {
       }
       continue;
     }
-    if (!wr_ready_) {
-      return Step::kWait;
-    }
-    int err = 0;
-    io::Outbox::Result r = out_.flush(fd_, &err);
-    if (r == io::Outbox::Result::kBlocked) {
-      wr_ready_ = false;
-      arm_timer(w_.settings().send_timeout_ms);
-      return Step::kWait;
-    }
-    if (r == io::Outbox::Result::kError) {
-      close_now();
-      return Step::kProgress;
+    if (Step s = flush_out(); s != Step::kDone) {
+      return s;
     }
     up_->in().consume(out_consume_);
     out_consume_ = 0;
