@@ -54,6 +54,17 @@ class Buffer {
     data_ = std::move(fresh);
     cap_ = total;
   }
+  // Hands the (empty) allocation to a free list, leaving this buffer without memory.
+  std::unique_ptr<char[]> detach() {
+    cap_ = begin_ = end_ = 0;
+    return std::move(data_);
+  }
+  // Takes an allocation of `capacity` bytes from a free list; the buffer must be empty.
+  void adopt(std::unique_ptr<char[]> data, size_t capacity) {
+    data_ = std::move(data);
+    cap_ = capacity;
+    begin_ = end_ = 0;
+  }
   // Releases memory of an idle buffer.
   void release() {
     data_.reset();

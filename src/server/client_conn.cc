@@ -19,7 +19,6 @@ namespace sluice::server {
 ClientConn::ClientConn(Worker& w, int fd, const io::SockAddr& peer, uint16_t local_port)
     : w_(w), fd_(fd), peer_ip_(peer.ip_text()), local_port_(local_port) {
   peer_addr_ = router::ip_from_sockaddr(peer.get());
-  in_.reserve_total(w_.settings().read_buffer);
   arm_timer(w_.settings().header_timeout_ms);
 }
 
@@ -28,6 +27,9 @@ ClientConn::~ClientConn() {
     up_->owner = nullptr;
     w_.loop().retire(std::move(up_));
   }
+  in_.clear();
+  w_.give_buffer(&in_);
+  w_.give_exchange(std::move(ex_));
   ::close(fd_);
 }
 
@@ -99,6 +101,9 @@ ClientConn::Step ClientConn::read_client(bool* eof) {
   if (!rd_ready_) {
     return Step::kWait;
   }
+  if (in_.capacity() == 0) {
+    w_.take_buffer(&in_);
+  }
   if (in_.writable() == 0) {
     in_.compact();
     if (in_.writable() == 0) {
@@ -131,7 +136,10 @@ ClientConn::Step ClientConn::read_client(bool* eof) {
 
 ClientConn::Step ClientConn::read_head() {
   if (!in_.empty()) {
-    h1::ParseResult r = h1::parse_request(in_.view(), w_.settings().limits, &req_);
+    if (!ex_) {
+      ex_ = w_.take_exchange();
+    }
+    h1::ParseResult r = h1::parse_request(in_.view(), w_.settings().limits, &ex_->req);
     if (r.status == h1::ParseStatus::kComplete) {
       head_len_ = r.consumed;
       start_exchange();
@@ -157,6 +165,9 @@ ClientConn::Step ClientConn::read_head() {
 }
 
 void ClientConn::local_reply(int status, std::string_view body, bool close) {
+  if (!ex_) {
+    ex_ = w_.take_exchange();
+  }
   release_upstream(false);
   snap_.reset();
   if (close || !req_body_done_ || w_.draining()) {
@@ -170,21 +181,21 @@ void ClientConn::local_reply(int status, std::string_view body, bool close) {
   if (body.empty() && status >= 400) {
     body_text = fmt::format("{{\"error_msg\":\"{} {}\"}}\n", status, reason);
   }
-  out_head_.clear();
-  fmt::format_to(std::back_inserter(out_head_), "HTTP/1.1 {} {}\r\n{}Date: {}\r\n", status, reason,
-                 w_.settings().server_header, w_.http_date());
+  ex_->out_head.clear();
+  fmt::format_to(std::back_inserter(ex_->out_head), "HTTP/1.1 {} {}\r\n{}Date: {}\r\n", status,
+                 reason, w_.settings().server_header, w_.http_date());
   if (!body_text.empty()) {
-    out_head_ += body_text.front() == '{' ? "Content-Type: application/json\r\n"
-                                          : "Content-Type: text/plain\r\n";
+    ex_->out_head += body_text.front() == '{' ? "Content-Type: application/json\r\n"
+                                              : "Content-Type: text/plain\r\n";
   }
-  fmt::format_to(std::back_inserter(out_head_), "Content-Length: {}\r\n", body_text.size());
-  out_head_ += keep_alive_ ? (client_http10_ ? "Connection: keep-alive\r\n\r\n" : "\r\n")
-                           : "Connection: close\r\n\r\n";
+  fmt::format_to(std::back_inserter(ex_->out_head), "Content-Length: {}\r\n", body_text.size());
+  ex_->out_head += keep_alive_ ? (client_http10_ ? "Connection: keep-alive\r\n\r\n" : "\r\n")
+                               : "Connection: close\r\n\r\n";
   if (method_ != http::Method::kHead) {
-    out_head_ += body_text;
+    ex_->out_head += body_text;
   }
   out_.clear();
-  out_.add(out_head_);
+  out_.add(ex_->out_head);
   state_ = State::kLocalReply;
   arm_timer(w_.settings().send_timeout_ms);
 }
@@ -253,7 +264,17 @@ void ClientConn::next_request() {
     close_now();
     return;
   }
-  arm_timer(in_.empty() ? w_.settings().keepalive_timeout_ms : w_.settings().header_timeout_ms);
+  if (in_.empty()) {
+    go_idle();
+    arm_timer(w_.settings().keepalive_timeout_ms);
+  } else {
+    arm_timer(w_.settings().header_timeout_ms);  // a pipelined request is already here
+  }
+}
+
+void ClientConn::go_idle() {
+  w_.give_exchange(std::move(ex_));
+  w_.give_buffer(&in_);
 }
 
 void ClientConn::arm_timer(uint32_t ms) { w_.loop().arm(timer_, ms); }
@@ -278,7 +299,7 @@ void ClientConn::handle_timeout() {
       upstream_failed(504, "connect timeout");
       return;
     case State::kSendRequest:
-      if (!up_out_.empty()) {
+      if (!ex_->up_out.empty()) {
         upstream_failed(504, "send timeout");
       } else {
         close_now();  // the client stopped sending its body

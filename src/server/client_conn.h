@@ -17,6 +17,7 @@
 #include "io/socket.h"
 #include "proxy/upstream_conn.h"
 #include "router/ip.h"
+#include "server/exchange.h"
 #include "snapshot/snapshot.h"
 
 namespace sluice::server {
@@ -76,6 +77,7 @@ class ClientConn : public io::IoHandler, public proxy::UpstreamOwner {
   bool can_retry_idle_failure() const;
   void local_reply(int status, std::string_view body, bool close);
   void next_request();
+  void go_idle();
   // Writes out_ to the client: kDone when all is sent, kWait when the socket is full,
   // kProgress after closing on a write error.
   Step flush_out();
@@ -102,8 +104,8 @@ class ClientConn : public io::IoHandler, public proxy::UpstreamOwner {
   io::Outbox out_;
   size_t out_consume_ = 0;  // upstream buffer bytes to drop once out_ is flushed
 
-  // The request in flight. Views in req_ die once the upstream head is built.
-  http::RequestHead req_;
+  // The request in flight; ex_ is null while the connection is idle.
+  std::unique_ptr<Exchange> ex_;
   http::Method method_ = http::Method::kGet;
   bool keep_alive_ = true;
   bool client_http10_ = false;
@@ -116,16 +118,10 @@ class ClientConn : public io::IoHandler, public proxy::UpstreamOwner {
   http::BodyKind req_body_ = http::BodyKind::kNone;
   uint64_t req_left_ = 0;
   bool req_body_done_ = true;
-  h1::ChunkedDecoder req_chunked_;
-  std::string up_head_;
-  io::Outbox up_out_;
   size_t up_out_consume_ = 0;  // client buffer bytes to drop once up_out_ is flushed
-  char up_chunk_hdr_[24];
-  bool up_piece_ = false;   // up_out_ holds a body piece (chunk header buffer in use)
-  size_t host_offset_ = 0;  // where the Host line goes in up_head_
+  bool up_piece_ = false;      // up_out holds a body piece (chunk header buffer in use)
+  size_t host_offset_ = 0;     // where the Host line goes in up_head
   size_t host_len_ = 0;
-  std::string client_host_;
-  std::string xff_prev_;
 
   // The upstream side.
   std::unique_ptr<proxy::UpstreamConn> up_;
@@ -137,16 +133,12 @@ class ClientConn : public io::IoHandler, public proxy::UpstreamOwner {
   bool response_started_ = false;  // a byte of the response reached the client outbox
 
   // The response in flight.
-  http::ResponseHead resp_;
   http::BodyKind resp_body_ = http::BodyKind::kNone;
   uint64_t resp_left_ = 0;
   bool resp_chunk_out_ = false;  // re-frame the body as chunked for the client
   bool resp_done_ = false;       // the upstream body ended
   bool last_chunk_sent_ = false;
-  h1::ChunkedDecoder resp_chunked_;
-  std::string out_head_;
-  char chunk_hdr_[24];
-  bool piece_ = false;  // out_ holds a body piece (chunk_hdr_ in use)
+  bool piece_ = false;  // out_ holds a body piece (chunk_hdr in use)
 };
 
 }  // namespace sluice::server

@@ -51,13 +51,13 @@ std::string_view strip_port(std::string_view host) {
 }  // namespace
 
 void ClientConn::start_exchange() {
-  method_ = req_.method;
-  client_http10_ = req_.version_minor == 0;
-  keep_alive_ = req_.keep_alive && !w_.draining();
-  req_body_ = req_.body_kind;
-  req_left_ = req_.content_length;
+  method_ = ex_->req.method;
+  client_http10_ = ex_->req.version_minor == 0;
+  keep_alive_ = ex_->req.keep_alive && !w_.draining();
+  req_body_ = ex_->req.body_kind;
+  req_left_ = ex_->req.content_length;
   req_body_done_ = req_body_ == http::BodyKind::kNone;
-  req_chunked_.reset();
+  ex_->req_chunked.reset();
   response_started_ = false;
   retried_idle_ = false;
   tried_ = 0;
@@ -65,7 +65,7 @@ void ClientConn::start_exchange() {
   snap_ = w_.snapshot();
   const router::RouteSpec* spec = nullptr;
   if (snap_) {
-    router::MatchContext ctx{&req_, peer_ip_, peer_addr_, local_port_};
+    router::MatchContext ctx{&ex_->req, peer_ip_, peer_addr_, local_port_};
     spec = snap_->table.match(ctx);
   }
   if (spec == nullptr) {
@@ -96,8 +96,8 @@ void ClientConn::start_exchange() {
     return;
   }
   build_upstream_head();
-  in_.consume(head_len_);  // req_'s views are dead from here on
-  if (req_.expect_continue && !req_body_done_ && in_.empty()) {
+  in_.consume(head_len_);  // ex_->req's views are dead from here on
+  if (ex_->req.expect_continue && !req_body_done_ && in_.empty()) {
     out_.add(kContinue);
   }
   tries_left_ = up_conf_->retries;
@@ -107,30 +107,30 @@ void ClientConn::start_exchange() {
 }
 
 void ClientConn::build_upstream_head() {
-  std::string& h = up_head_;
+  std::string& h = ex_->up_head;
   h.clear();
-  h.append(req_.method_text).push_back(' ');
-  if (!req_.authority.empty()) {
-    h.append(req_.path.empty() ? std::string_view("/") : req_.path);
-    if (!req_.query.empty()) {
-      h.append("?").append(req_.query);
+  h.append(ex_->req.method_text).push_back(' ');
+  if (!ex_->req.authority.empty()) {
+    h.append(ex_->req.path.empty() ? std::string_view("/") : ex_->req.path);
+    if (!ex_->req.query.empty()) {
+      h.append("?").append(ex_->req.query);
     }
   } else {
-    h.append(req_.target);
+    h.append(ex_->req.target);
   }
   h.append(" HTTP/1.1\r\n");
   // The Host line is inserted here per node by set_host_line().
   host_offset_ = h.size();
   host_len_ = 0;
-  xff_prev_.clear();
-  const http::ConnectionTokens listed(req_.headers, req_.num_headers);
-  for (size_t i = 0; i < req_.num_headers; ++i) {
-    const http::Header& hd = req_.headers[i];
+  ex_->xff.clear();
+  const http::ConnectionTokens listed(ex_->req.headers, ex_->req.num_headers);
+  for (size_t i = 0; i < ex_->req.num_headers; ++i) {
+    const http::Header& hd = ex_->req.headers[i];
     if (http::iequals(hd.name, "x-forwarded-for")) {
-      if (!xff_prev_.empty()) {
-        xff_prev_.append(", ");
+      if (!ex_->xff.empty()) {
+        ex_->xff.append(", ");
       }
-      xff_prev_.append(hd.value);
+      ex_->xff.append(hd.value);
       continue;
     }
     if (http::is_hop_by_hop(hd.name) || replaced_upstream(hd.name) ||
@@ -140,11 +140,11 @@ void ClientConn::build_upstream_head() {
     h.append(hd.name).append(": ").append(hd.value).append("\r\n");
   }
   h.append("X-Real-IP: ").append(peer_ip_).append("\r\nX-Forwarded-For: ");
-  if (!xff_prev_.empty()) {
-    h.append(xff_prev_).append(", ");
+  if (!ex_->xff.empty()) {
+    h.append(ex_->xff).append(", ");
   }
   h.append(peer_ip_).append("\r\nX-Forwarded-Proto: http\r\nX-Forwarded-Host: ");
-  h.append(strip_port(req_.host));
+  h.append(strip_port(ex_->req.host));
   h.append("\r\nX-Forwarded-Port: ");
   common::append_uint(h, local_port_);
   h.append("\r\n");
@@ -154,11 +154,11 @@ void ClientConn::build_upstream_head() {
     h.append("\r\n");
   } else if (req_body_ == http::BodyKind::kChunked) {
     h.append("Transfer-Encoding: chunked\r\n");
-  } else if (req_.find("content-length") != nullptr) {
+  } else if (ex_->req.find("content-length") != nullptr) {
     h.append("Content-Length: 0\r\n");  // an explicit empty body (POST) stays explicit
   }
   h.append("\r\n");
-  client_host_.assign(req_.host);
+  ex_->client_host.assign(ex_->req.host);
 }
 
 // Inserts the Host line for node `node` (pass_host decides which).
@@ -166,7 +166,7 @@ void ClientConn::set_host_line(int node) {
   std::string_view host;
   switch (up_conf_->pass_host) {
     case upstream::PassHost::kPass:
-      host = client_host_;
+      host = ex_->client_host;
       break;
     case upstream::PassHost::kNode:
       host = up_conf_->nodes[node].host_header;
@@ -176,14 +176,14 @@ void ClientConn::set_host_line(int node) {
       break;
   }
   if (host_len_ > 0) {
-    up_head_.erase(host_offset_, host_len_);
+    ex_->up_head.erase(host_offset_, host_len_);
   }
   host_len_ = 0;
   if (!host.empty()) {
     // Three inserts in place: no temporary string on the request path.
-    up_head_.insert(host_offset_, "\r\n");
-    up_head_.insert(host_offset_, host);
-    up_head_.insert(host_offset_, "Host: ");
+    ex_->up_head.insert(host_offset_, "\r\n");
+    ex_->up_head.insert(host_offset_, host);
+    ex_->up_head.insert(host_offset_, "Host: ");
     host_len_ = host.size() + 8;
   }
 }
@@ -210,9 +210,9 @@ bool ClientConn::take_or_connect(int node, bool fresh) {
   const upstream::Node& n = up_conf_->nodes[node];
   node_ = node;
   set_host_line(node);
-  up_out_.clear();
+  ex_->up_out.clear();
   up_out_consume_ = 0;
-  up_out_.add(up_head_);
+  ex_->up_out.add(ex_->up_head);
   up_piece_ = false;
   if (!fresh) {
     up_ = w_.pool().take(n.addr_key);
@@ -264,12 +264,12 @@ ClientConn::Step ClientConn::send_request() {
       if (state_ != State::kSendRequest) {
         return Step::kProgress;
       }
-      if (s == Step::kWait && up_out_.empty()) {
+      if (s == Step::kWait && ex_->up_out.empty()) {
         arm_timer(w_.settings().body_timeout_ms);
         return Step::kWait;
       }
     }
-    if (up_out_.empty()) {
+    if (ex_->up_out.empty()) {
       if (req_body_done_) {
         ++up_->requests;
         state_ = State::kReadResponse;
@@ -282,7 +282,7 @@ ClientConn::Step ClientConn::send_request() {
       return Step::kWait;
     }
     int err = 0;
-    io::Outbox::Result r = up_out_.flush(up_->fd(), &err);
+    io::Outbox::Result r = ex_->up_out.flush(up_->fd(), &err);
     if (r == io::Outbox::Result::kBlocked) {
       up_->writable = false;
       arm_timer(route_->timeouts.send_ms);
@@ -312,7 +312,7 @@ ClientConn::Step ClientConn::upstream_write_failed(int err) {
     // The upstream answered early (e.g. 413) and closed: relay that answer.
     keep_alive_ = false;
     req_body_done_ = true;
-    up_out_.clear();
+    ex_->up_out.clear();
     state_ = State::kReadResponse;
     return Step::kProgress;
   }
@@ -320,33 +320,33 @@ ClientConn::Step ClientConn::upstream_write_failed(int err) {
   return Step::kProgress;
 }
 
-// Loads the next piece of request body into up_out_, reading from the client as needed.
+// Loads the next piece of request body into ex_->up_out, reading from the client as needed.
 ClientConn::Step ClientConn::produce_request_piece() {
   while (true) {
     if (!in_.empty()) {
       if (req_body_ == http::BodyKind::kLength) {
         size_t n = static_cast<size_t>(std::min<uint64_t>(req_left_, in_.size()));
-        up_out_.add({in_.data(), n});
+        ex_->up_out.add({in_.data(), n});
         up_out_consume_ = n;
         req_left_ -= n;
         req_body_done_ = req_left_ == 0;
         up_piece_ = true;
         return Step::kProgress;
       }
-      h1::ChunkedDecoder::Step st = req_chunked_.step(in_.view());
+      h1::ChunkedDecoder::Step st = ex_->req_chunked.step(in_.view());
       switch (st.status) {
         case h1::ChunkedDecoder::Status::kData: {
-          size_t hl = h1::format_chunk_size(st.data.size(), up_chunk_hdr_);
-          up_out_.add({up_chunk_hdr_, hl});
-          up_out_.add(st.data);
-          up_out_.add(h1::kChunkEnd);
+          size_t hl = h1::format_chunk_size(st.data.size(), ex_->up_chunk_hdr);
+          ex_->up_out.add({ex_->up_chunk_hdr, hl});
+          ex_->up_out.add(st.data);
+          ex_->up_out.add(h1::kChunkEnd);
           up_out_consume_ = st.consumed;
           up_piece_ = true;
           return Step::kProgress;
         }
         case h1::ChunkedDecoder::Status::kDone:
           in_.consume(st.consumed);
-          up_out_.add(h1::kLastChunk);
+          ex_->up_out.add(h1::kLastChunk);
           req_body_done_ = true;
           up_piece_ = true;
           return Step::kProgress;
@@ -366,8 +366,8 @@ ClientConn::Step ClientConn::produce_request_piece() {
       close_now();  // the client went away mid-body
       return Step::kProgress;
     }
-    if (!up_out_.empty()) {
-      return Step::kWait;  // never move in_ while up_out_ may point into it
+    if (!ex_->up_out.empty()) {
+      return Step::kWait;  // never move in_ while ex_->up_out may point into it
     }
     bool eof = false;
     Step s = read_client(&eof);

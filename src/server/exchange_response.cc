@@ -51,13 +51,13 @@ ClientConn::Step ClientConn::read_response_head() {
   while (true) {
     io::Buffer& b = up_->in();
     if (!b.empty()) {
-      h1::ParseResult r = h1::parse_response(b.view(), w_.settings().limits, method_, &resp_);
+      h1::ParseResult r = h1::parse_response(b.view(), w_.settings().limits, method_, &ex_->resp);
       if (r.status == h1::ParseStatus::kComplete) {
-        if (resp_.status >= 100 && resp_.status < 200 && resp_.status != 101) {
+        if (ex_->resp.status >= 100 && ex_->resp.status < 200 && ex_->resp.status != 101) {
           b.consume(r.consumed);  // interim responses are the gateway's business, not relayed
           continue;
         }
-        if (resp_.status == 101) {
+        if (ex_->resp.status == 101) {
           upstream_failed(502, "protocol upgrade is not supported");
           return Step::kProgress;
         }
@@ -95,11 +95,11 @@ ClientConn::Step ClientConn::read_response_head() {
 }
 
 void ClientConn::build_response_head() {
-  resp_body_ = resp_.body_kind;
-  resp_left_ = resp_.content_length;
+  resp_body_ = ex_->resp.body_kind;
+  resp_left_ = ex_->resp.content_length;
   resp_done_ = resp_body_ == http::BodyKind::kNone ||
                (resp_body_ == http::BodyKind::kLength && resp_left_ == 0);
-  resp_chunked_.reset();
+  ex_->resp_chunked.reset();
   last_chunk_sent_ = false;
   resp_chunk_out_ = false;
   bool pass_length = false;  // HEAD and 304 keep the upstream's Content-Length as is
@@ -110,21 +110,21 @@ void ClientConn::build_response_head() {
       resp_chunk_out_ = true;
     }
   } else if (resp_body_ == http::BodyKind::kNone) {
-    pass_length = method_ == http::Method::kHead || resp_.status == 304;
+    pass_length = method_ == http::Method::kHead || ex_->resp.status == 304;
   }
   if (!req_body_done_ || w_.draining()) {
     keep_alive_ = false;
   }
   const Settings& st = w_.settings();
-  std::string& h = out_head_;
+  std::string& h = ex_->out_head;
   h.clear();
   h.append("HTTP/1.1 ");
-  common::append_uint(h, static_cast<uint64_t>(resp_.status));
+  common::append_uint(h, static_cast<uint64_t>(ex_->resp.status));
   h.push_back(' ');
-  h.append(resp_.reason).append("\r\n");
-  const http::ConnectionTokens listed(resp_.headers, resp_.num_headers);
-  for (size_t i = 0; i < resp_.num_headers; ++i) {
-    const http::Header& hd = resp_.headers[i];
+  h.append(ex_->resp.reason).append("\r\n");
+  const http::ConnectionTokens listed(ex_->resp.headers, ex_->resp.num_headers);
+  for (size_t i = 0; i < ex_->resp.num_headers; ++i) {
+    const http::Header& hd = ex_->resp.headers[i];
     if (http::is_hop_by_hop(hd.name) || (!listed.empty() && listed.contains(hd.name))) {
       continue;
     }
@@ -172,7 +172,7 @@ ClientConn::Step ClientConn::produce_response_piece() {
       out_consume_ = n;
       return Step::kProgress;
     }
-    h1::ChunkedDecoder::Step s = resp_chunked_.step(b.view());
+    h1::ChunkedDecoder::Step s = ex_->resp_chunked.step(b.view());
     switch (s.status) {
       case h1::ChunkedDecoder::Status::kData:
         add_response_data(s.data);
@@ -200,8 +200,8 @@ ClientConn::Step ClientConn::produce_response_piece() {
 void ClientConn::add_response_data(std::string_view data) {
   piece_ = true;
   if (resp_chunk_out_) {
-    size_t hl = h1::format_chunk_size(data.size(), chunk_hdr_);
-    out_.add({chunk_hdr_, hl});
+    size_t hl = h1::format_chunk_size(data.size(), ex_->chunk_hdr);
+    out_.add({ex_->chunk_hdr, hl});
     out_.add(data);
     out_.add(h1::kChunkEnd);
   } else {
@@ -253,8 +253,8 @@ ClientConn::Step ClientConn::send_response() {
 }
 
 void ClientConn::finish_exchange() {
-  bool reusable = resp_.keep_alive && resp_body_ != http::BodyKind::kUntilClose && req_body_done_ &&
-                  up_->in().empty();
+  bool reusable = ex_->resp.keep_alive && resp_body_ != http::BodyKind::kUntilClose &&
+                  req_body_done_ && up_->in().empty();
   release_upstream(reusable);
   snap_.reset();
   route_ = nullptr;

@@ -106,6 +106,44 @@ void Worker::close_client(ClientConn* c) {
   maybe_finish_drain();
 }
 
+namespace {
+// Beyond this many free entries, returned ones are freed: a burst does not pin its memory.
+constexpr size_t kMaxFree = 256;
+}  // namespace
+
+std::unique_ptr<Exchange> Worker::take_exchange() {
+  if (free_exchanges_.empty()) {
+    return std::make_unique<Exchange>();
+  }
+  auto ex = std::move(free_exchanges_.back());
+  free_exchanges_.pop_back();
+  return ex;
+}
+
+void Worker::give_exchange(std::unique_ptr<Exchange> ex) {
+  if (ex && free_exchanges_.size() < kMaxFree) {
+    free_exchanges_.push_back(std::move(ex));
+  }
+}
+
+void Worker::take_buffer(io::Buffer* b) {
+  if (free_buffers_.empty()) {
+    b->reserve_total(settings_->read_buffer);
+    return;
+  }
+  b->adopt(std::move(free_buffers_.back()), settings_->read_buffer);
+  free_buffers_.pop_back();
+}
+
+void Worker::give_buffer(io::Buffer* b) {
+  // Only empty buffers of the standard size go back; a grown one is simply freed.
+  if (b->capacity() == settings_->read_buffer && b->empty() && free_buffers_.size() < kMaxFree) {
+    free_buffers_.push_back(b->detach());
+  } else {
+    b->release();
+  }
+}
+
 std::string_view Worker::http_date() {
   time_t now = time(nullptr);
   if (now != date_second_) {
