@@ -57,6 +57,15 @@ StatusOr<int> worker_count(const Json& v) {
   return static_cast<int>(*i);
 }
 
+// A connection cap: 0 (no cap of its own) up to 10 million.
+StatusOr<uint32_t> connection_cap(const Json& v) {
+  auto i = as_integer(v, 0, 10000000);
+  if (!i.is_ok()) {
+    return Status::error("expected an integer 0-10000000, got " + json_text(v));
+  }
+  return static_cast<uint32_t>(*i);
+}
+
 StatusOr<common::LogLevel> log_level(const Json& v) {
   common::LogLevel level;
   if (!v.is_string() || !common::parse_log_level(v.get<std::string>(), &level)) {
@@ -167,8 +176,12 @@ class Reader {
           [this](auto& x, auto& p) { return assign(p, &cfg.server_tokens, boolean(x)); }},
          {"dns_resolver_valid",
           [this](auto& x, auto& p) { return assign(p, &cfg.dns_resolver_valid, seconds(x)); }},
-         {"graceful_shutdown_timeout", [this](auto& x, auto& p) {
+         {"graceful_shutdown_timeout",
+          [this](auto& x, auto& p) {
             return assign(p, &cfg.graceful_shutdown_timeout, seconds(x));
+          }},
+         {"max_connections", [this](auto& x, auto& p) {
+            return assign(p, &cfg.max_connections, connection_cap(x));
           }}});
   }
 
@@ -179,7 +192,12 @@ class Reader {
           [this](auto& x, auto& p) { return assign(p, &cfg.worker_processes, worker_count(x)); }},
          {"error_log_level",
           [this](auto& x, auto& p) { return assign(p, &cfg.error_log_level, log_level(x)); }},
-         {"http", [this](auto& x, auto& p) { return nginx_http(x, p); }}});
+         {"http", [this](auto& x, auto& p) { return nginx_http(x, p); }},
+         {"event", [this](auto& x, auto& p) {
+            return walk(x, p, {{"worker_connections", [this](auto& y, auto& q) {
+                                  return assign(q, &cfg.worker_connections, connection_cap(y));
+                                }}});
+          }}});
   }
 
   Status nginx_http(const Json& v, const std::string& path) {
@@ -254,7 +272,10 @@ class Reader {
     }
     return walk(v, path,
                 {{"ip", [addr](auto& x, auto& p) { return assign(p, &addr->ip, parse_ip(x)); }},
-                 {"port", [addr](auto& x, auto& p) { return assign(p, &addr->port, port(x)); }}});
+                 {"port", [addr](auto& x, auto& p) { return assign(p, &addr->port, port(x)); }},
+                 {"max_connections", [addr](auto& x, auto& p) {
+                    return assign(p, &addr->max_connections, connection_cap(x));
+                  }}});
   }
 
   std::map<std::string, ConfigProvider> providers_;  // role name -> its config_provider

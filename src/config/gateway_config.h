@@ -14,6 +14,7 @@ namespace sluice::config {
 struct ListenAddr {
   std::string ip = "0.0.0.0";  // "0.0.0.0", "127.0.0.1", "::", "[::1]" given as "::1"
   uint16_t port = 0;
+  uint32_t max_connections = 0;  // cap on this listener's open client connections; 0 = none
 };
 
 enum class ConfigProvider { kYaml, kEtcd, kEmbedded };
@@ -30,6 +31,10 @@ struct GatewayConfig {
   bool server_tokens = true;                  // apisix.enable_server_tokens
   double dns_resolver_valid = 30;         // apisix.dns_resolver_valid: seconds a DNS answer is kept
   double graceful_shutdown_timeout = 10;  // seconds in-flight requests get on SIGTERM
+  // Client connection caps. At a cap the oldest idle keep-alive connection is closed to make
+  // room; with none idle, the new connection gets a 503 and is closed.
+  uint32_t worker_connections = 10620;  // nginx_config.event.worker_connections (per worker)
+  uint32_t max_connections = 0;         // apisix.max_connections (whole process); 0 = none
   // nginx_config.http: client-facing limits and timeouts.
   double client_header_timeout = 60;
   double client_body_timeout = 60;

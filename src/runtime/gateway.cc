@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -34,6 +35,16 @@ bool read_file(const std::string& path, std::string* out) {
 }
 
 uint32_t to_ms(double s) { return static_cast<uint32_t>(s * 1000); }
+
+// Every client connection is a descriptor: like nginx's worker_rlimit_nofile, take the
+// hard limit so the connection caps, not the default soft limit of 1024, decide.
+void raise_fd_limit() {
+  rlimit rl;
+  if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+    rl.rlim_cur = rl.rlim_max;
+    setrlimit(RLIMIT_NOFILE, &rl);
+  }
+}
 
 }  // namespace
 
@@ -74,6 +85,12 @@ common::Status Gateway::start_workers() {
   settings->send_timeout_ms = to_ms(conf_.send_timeout);
   settings->keepalive_timeout_ms = to_ms(conf_.keepalive_timeout);
   settings->client_max_body_size = conf_.client_max_body_size;
+  settings->worker_connections =
+      conf_.worker_connections == 0 ? UINT32_MAX : conf_.worker_connections;
+  auto limits = std::make_shared<server::ConnLimits>(conf_.max_connections);
+  for (const auto& l : conf_.node_listen) {
+    limits->listeners.push_back(std::make_unique<server::ConnCounter>(l.max_connections));
+  }
   if (conf_.server_tokens) {
     settings->server_header = fmt::format("Server: sluice/{}\r\n", SLUICE_VERSION);
   }
@@ -81,8 +98,9 @@ common::Status Gateway::start_workers() {
                                      : static_cast<int>(std::thread::hardware_concurrency());
   n = std::max(n, 1);
   for (int i = 0; i < n; ++i) {
-    auto w = std::make_unique<server::Worker>(i, settings);
-    for (const auto& l : conf_.node_listen) {
+    auto w = std::make_unique<server::Worker>(i, settings, limits);
+    for (size_t li = 0; li < conf_.node_listen.size(); ++li) {
+      const config::ListenAddr& l = conf_.node_listen[li];
       io::SockAddr addr;
       if (!io::make_sockaddr(l.ip, l.port, &addr)) {
         return common::Status::error(fmt::format("apisix.node_listen: bad address {}", l.ip));
@@ -91,7 +109,7 @@ common::Status Gateway::start_workers() {
       if (!fd) {
         return fd.status();
       }
-      w->add_listener(*fd);
+      w->add_listener(*fd, limits->listeners[li].get());
     }
     workers_.push_back(std::move(w));
   }
@@ -180,6 +198,7 @@ int Gateway::run() {
   // signalfd below sees these signals.
   pthread_sigmask(SIG_BLOCK, &mask, nullptr);
   signal(SIGPIPE, SIG_IGN);
+  raise_fd_limit();
   int sfd = signalfd(-1, &mask, SFD_CLOEXEC);
 
   common::Status st = load_gateway_config();

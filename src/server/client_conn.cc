@@ -16,8 +16,10 @@
 
 namespace sluice::server {
 
-ClientConn::ClientConn(Worker& w, int fd, const io::SockAddr& peer, uint16_t local_port)
-    : w_(w), fd_(fd), peer_ip_(peer.ip_text()), local_port_(local_port) {
+ClientConn::ClientConn(Worker& w, int fd, const io::SockAddr& peer, uint16_t local_port,
+                       ConnCounter* cap)
+    : w_(w), fd_(fd), peer_ip_(peer.ip_text()), local_port_(local_port), cap_(cap) {
+  w_.idle_add(this);
   peer_addr_ = router::ip_from_sockaddr(peer.get());
   arm_timer(w_.settings().header_timeout_ms);
 }
@@ -159,6 +161,7 @@ ClientConn::Step ClientConn::read_head() {
   bool eof = false;
   Step s = read_client(&eof);
   if (s == Step::kProgress && was_empty && !in_.empty()) {
+    w_.idle_remove(this);
     arm_timer(w_.settings().header_timeout_ms);
   }
   return s;
@@ -275,6 +278,12 @@ void ClientConn::next_request() {
 void ClientConn::go_idle() {
   w_.give_exchange(std::move(ex_));
   w_.give_buffer(&in_);
+  w_.idle_add(this);
+}
+
+void ClientConn::evict() {
+  close_now();
+  w_.close_client(this);
 }
 
 void ClientConn::arm_timer(uint32_t ms) { w_.loop().arm(timer_, ms); }

@@ -17,6 +17,7 @@
 #include "io/socket.h"
 #include "proxy/upstream_conn.h"
 #include "router/ip.h"
+#include "server/conn_limits.h"
 #include "server/exchange.h"
 #include "snapshot/snapshot.h"
 
@@ -30,7 +31,7 @@ std::string_view status_reason(int status);
 // Thread: worker
 class ClientConn : public io::IoHandler, public proxy::UpstreamOwner {
  public:
-  ClientConn(Worker& w, int fd, const io::SockAddr& peer, uint16_t local_port);
+  ClientConn(Worker& w, int fd, const io::SockAddr& peer, uint16_t local_port, ConnCounter* cap);
   ~ClientConn() override;
 
   void on_io(uint32_t events) override;
@@ -39,6 +40,13 @@ class ClientConn : public io::IoHandler, public proxy::UpstreamOwner {
   // their current response.
   void on_drain();
   int fd() const { return fd_; }
+  ConnCounter* cap() const { return cap_; }
+  // Links of the worker's idle list (Worker::idle_add / idle_remove).
+  ClientConn* idle_prev = nullptr;
+  ClientConn* idle_next = nullptr;
+  bool idle = false;
+  // Closes an idle connection to make room for a new one.
+  void evict();
 
  private:
   enum class State {
@@ -94,6 +102,7 @@ class ClientConn : public io::IoHandler, public proxy::UpstreamOwner {
   std::string peer_ip_;
   router::IpAddr peer_addr_;
   uint16_t local_port_;
+  ConnCounter* cap_;
   State state_ = State::kReadHead;
   bool rd_ready_ = true;
   bool wr_ready_ = true;

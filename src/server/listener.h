@@ -2,6 +2,7 @@
 // A worker's own SO_REUSEPORT listening socket: the kernel spreads connections over workers.
 
 #include "io/event_loop.h"
+#include "server/conn_limits.h"
 
 namespace sluice::server {
 
@@ -10,7 +11,7 @@ class Worker;
 // Thread: worker
 class Listener : public io::IoHandler {
  public:
-  Listener(Worker& w, int fd);
+  Listener(Worker& w, int fd, ConnCounter* cap);
   ~Listener() override;
   void on_io(uint32_t events) override;
   int fd() const { return fd_; }
@@ -19,6 +20,7 @@ class Listener : public io::IoHandler {
   Worker& w_;
   int fd_;
   uint16_t port_;
+  ConnCounter* cap_;
 };
 
 }  // namespace sluice::server

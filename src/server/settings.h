@@ -15,9 +15,10 @@ struct Settings {
   uint32_t body_timeout_ms = 60000;
   uint32_t send_timeout_ms = 10000;
   uint32_t keepalive_timeout_ms = 60000;
-  uint32_t linger_ms = 2000;          // how long a rejected client's leftover bytes are drained
-  uint64_t client_max_body_size = 0;  // 0 = unlimited
-  std::string server_header;          // "Server: sluice/x.y.z\r\n", or empty
+  uint32_t linger_ms = 2000;            // how long a rejected client's leftover bytes are drained
+  uint64_t client_max_body_size = 0;    // 0 = unlimited
+  uint32_t worker_connections = 10620;  // open client connections per worker
+  std::string server_header;            // "Server: sluice/x.y.z\r\n", or empty
   size_t read_buffer = 16384;
   size_t max_read_buffer = 65536;  // head limit plus slack
 };

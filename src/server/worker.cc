@@ -1,5 +1,6 @@
 #include "server/worker.h"
 
+#include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -9,8 +10,8 @@
 
 namespace sluice::server {
 
-Worker::Worker(int id, std::shared_ptr<const Settings> settings)
-    : id_(id), settings_(std::move(settings)), pool_(loop_) {}
+Worker::Worker(int id, std::shared_ptr<const Settings> settings, std::shared_ptr<ConnLimits> limits)
+    : id_(id), settings_(std::move(settings)), limits_(std::move(limits)), pool_(loop_) {}
 
 Worker::~Worker() {
   clients_.clear();
@@ -18,8 +19,8 @@ Worker::~Worker() {
   pool_.clear();
 }
 
-void Worker::add_listener(int fd) {
-  listeners_.push_back(std::make_unique<Listener>(*this, fd));
+void Worker::add_listener(int fd, ConnCounter* cap) {
+  listeners_.push_back(std::make_unique<Listener>(*this, fd, cap));
   loop_.add(fd, listeners_.back().get(), EPOLLIN | EPOLLET);
 }
 
@@ -27,6 +28,8 @@ void Worker::run() {
   loop_.run();
   // Whatever is left after a drain deadline is closed here, on the worker's own thread.
   for (auto& [ptr, conn] : clients_) {
+    idle_remove(ptr);
+    conn_closed(ptr->cap());
     loop_.retire(std::move(conn));
   }
   clients_.clear();
@@ -85,15 +88,87 @@ void Worker::maybe_finish_drain() {
 
 upstream::RoundRobin& Worker::cursor(const upstream::Upstream& up) { return cursors_[up.index]; }
 
-void Worker::accept_client(int fd, const io::SockAddr& peer, uint16_t local_port) {
+void Worker::accept_client(int fd, const io::SockAddr& peer, uint16_t local_port,
+                           ConnCounter* cap) {
   if (draining_) {
     ::close(fd);
     return;
   }
-  auto conn = std::make_unique<ClientConn>(*this, fd, peer, local_port);
+  if (at_cap(cap) && !make_room(cap)) {
+    shed(fd);
+    return;
+  }
+  limits_->total.open.fetch_add(1, std::memory_order_relaxed);
+  if (cap != nullptr) {
+    cap->open.fetch_add(1, std::memory_order_relaxed);
+  }
+  auto conn = std::make_unique<ClientConn>(*this, fd, peer, local_port, cap);
   ClientConn* raw = conn.get();
   clients_.emplace(raw, std::move(conn));
   loop_.add(fd, raw);
+}
+
+bool Worker::at_cap(const ConnCounter* cap) const {
+  return clients_.size() >= settings_->worker_connections || limits_->total.full() ||
+         (cap != nullptr && cap->full());
+}
+
+// Closes idle connections, oldest first, until the new one fits. Only connections of the
+// same listener help when that listener is the one at its cap; the walk is bounded.
+bool Worker::make_room(const ConnCounter* cap) {
+  ClientConn* c = idle_head_;
+  for (int looked = 0; c != nullptr && looked < 64; ++looked) {
+    ClientConn* next = c->idle_next;
+    bool helps = cap == nullptr || !cap->full() || c->cap() == cap;
+    if (helps) {
+      c->evict();
+      if (!at_cap(cap)) {
+        return true;
+      }
+    }
+    c = next;
+  }
+  return false;
+}
+
+// Refuses a connection at a cap with a 503 the client can read, without allocating.
+void Worker::shed(int fd) {
+  static constexpr std::string_view kBusy =
+      "HTTP/1.1 503 Service Temporarily Unavailable\r\nContent-Type: application/json\r\n"
+      "Content-Length: 37\r\nConnection: close\r\n\r\n{\"error_msg\":\"too many connections\"}\n";
+  ssize_t w = ::send(fd, kBusy.data(), kBusy.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+  (void)w;
+  ::shutdown(fd, SHUT_WR);
+  ::close(fd);
+  SLUICE_LOG(kWarn, "connection cap reached: new connection refused with 503");
+}
+
+void Worker::conn_closed(ConnCounter* cap) {
+  limits_->total.open.fetch_sub(1, std::memory_order_relaxed);
+  if (cap != nullptr) {
+    cap->open.fetch_sub(1, std::memory_order_relaxed);
+  }
+}
+
+void Worker::idle_add(ClientConn* c) {
+  if (c->idle) {
+    return;
+  }
+  c->idle = true;
+  c->idle_prev = idle_tail_;
+  c->idle_next = nullptr;
+  (idle_tail_ ? idle_tail_->idle_next : idle_head_) = c;
+  idle_tail_ = c;
+}
+
+void Worker::idle_remove(ClientConn* c) {
+  if (!c->idle) {
+    return;
+  }
+  c->idle = false;
+  (c->idle_prev ? c->idle_prev->idle_next : idle_head_) = c->idle_next;
+  (c->idle_next ? c->idle_next->idle_prev : idle_tail_) = c->idle_prev;
+  c->idle_prev = c->idle_next = nullptr;
 }
 
 void Worker::close_client(ClientConn* c) {
@@ -101,6 +176,8 @@ void Worker::close_client(ClientConn* c) {
   if (it == clients_.end()) {
     return;
   }
+  idle_remove(c);
+  conn_closed(c->cap());
   loop_.retire(std::move(it->second));
   clients_.erase(it);
   maybe_finish_drain();

@@ -11,6 +11,7 @@
 
 #include "io/event_loop.h"
 #include "proxy/pool.h"
+#include "server/conn_limits.h"
 #include "server/exchange.h"
 #include "server/settings.h"
 #include "snapshot/snapshot.h"
@@ -24,11 +25,11 @@ class Listener;
 // Thread: worker (constructed on the control thread before the loop runs)
 class Worker {
  public:
-  Worker(int id, std::shared_ptr<const Settings> settings);
+  Worker(int id, std::shared_ptr<const Settings> settings, std::shared_ptr<ConnLimits> limits);
   ~Worker();
 
-  // Adopts a listening socket (before run()).
-  void add_listener(int fd);
+  // Adopts a listening socket (before run()); `cap` counts its connections across workers.
+  void add_listener(int fd, ConnCounter* cap);
   // Runs the loop until drained or stopped.
   void run();
 
@@ -45,7 +46,11 @@ class Worker {
   upstream::RoundRobin& cursor(const upstream::Upstream& up);
   proxy::Pool& pool() { return pool_; }
   bool draining() const { return draining_; }
-  void accept_client(int fd, const io::SockAddr& peer, uint16_t local_port);
+  void accept_client(int fd, const io::SockAddr& peer, uint16_t local_port, ConnCounter* cap);
+  // Idle connections (no request in progress), oldest first: the first to go at a cap.
+  void idle_add(ClientConn* c);
+  void idle_remove(ClientConn* c);
+  void conn_closed(ConnCounter* cap);
   void close_client(ClientConn* c);
   std::string_view http_date();  // IMF-fixdate, cached per second
   // Free lists, so a busy connection's request state and read buffer cost no allocation in
@@ -59,9 +64,15 @@ class Worker {
  private:
   static void on_drain_deadline(void* self);
   void maybe_finish_drain();
+  bool at_cap(const ConnCounter* cap) const;
+  bool make_room(const ConnCounter* cap);
+  static void shed(int fd);
 
   int id_;
   std::shared_ptr<const Settings> settings_;
+  std::shared_ptr<ConnLimits> limits_;
+  ClientConn* idle_head_ = nullptr;  // oldest idle
+  ClientConn* idle_tail_ = nullptr;
   io::EventLoop loop_;
   snapshot::SnapshotPtr snapshot_;
   std::vector<upstream::RoundRobin> cursors_;  // by Upstream::index of snapshot_
