@@ -40,6 +40,9 @@ class EventLoop {
 
   void run();
   void stop() { stopping_ = true; }
+  // Destroys retired handlers now (the loop does it after each batch; an owner that stops
+  // the loop calls it before the state those handlers use goes away).
+  void bury();
   // Thread: any. Runs `fn` on the loop thread soon.
   void post(std::function<void()> fn);
 
@@ -50,7 +53,6 @@ class EventLoop {
 
  private:
   void drain_posted();
-  void bury();
   bool is_retired(IoHandler* h) const;
 
   int epfd_ = -1;

@@ -143,9 +143,11 @@ void ClientConn::build_upstream_head() {
   if (!ex_->xff.empty()) {
     h.append(ex_->xff).append(", ");
   }
-  h.append(peer_ip_).append("\r\nX-Forwarded-Proto: http\r\nX-Forwarded-Host: ");
-  h.append(strip_port(ex_->req.host));
-  h.append("\r\nX-Forwarded-Port: ");
+  h.append(peer_ip_).append("\r\nX-Forwarded-Proto: http\r\n");
+  if (!ex_->req.host.empty()) {  // an HTTP/1.0 request may come without a Host
+    h.append("X-Forwarded-Host: ").append(strip_port(ex_->req.host)).append("\r\n");
+  }
+  h.append("X-Forwarded-Port: ");
   common::append_uint(h, local_port_);
   h.append("\r\n");
   if (req_body_ == http::BodyKind::kLength) {
@@ -166,7 +168,9 @@ void ClientConn::set_host_line(int node) {
   std::string_view host;
   switch (up_conf_->pass_host) {
     case upstream::PassHost::kPass:
-      host = ex_->client_host;
+      // An HTTP/1.0 client may send no Host; HTTP/1.1 upstreams require one.
+      host = ex_->client_host.empty() ? std::string_view(up_conf_->nodes[node].host_header)
+                                      : std::string_view(ex_->client_host);
       break;
     case upstream::PassHost::kNode:
       host = up_conf_->nodes[node].host_header;

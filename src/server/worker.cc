@@ -17,6 +17,9 @@ Worker::~Worker() {
   clients_.clear();
   listeners_.clear();
   pool_.clear();
+  // Retired connections hand their buffers back to the free lists: destroy them while the
+  // lists still exist.
+  loop_.bury();
 }
 
 void Worker::add_listener(int fd, ConnCounter* cap) {
@@ -34,6 +37,7 @@ void Worker::run() {
   }
   clients_.clear();
   pool_.clear();
+  loop_.bury();
 }
 
 void Worker::publish(snapshot::SnapshotPtr snap) {

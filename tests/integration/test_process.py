@@ -196,3 +196,21 @@ def test_version_matches_server_header(make_gateway, upstream):
     version = p.stdout.split()[-1]
     gw = make_gateway(routes=[route("/*", upstream)])
     assert get(gw.port, "/v").header("server") == "sluice/%s" % version
+
+
+def test_shutdown_deadline_with_requests_still_waiting_exits_zero(make_gateway, upstream):
+    """Connections still waiting on an upstream at the graceful-shutdown deadline are closed
+    on the worker, and the process exits 0 (it once crashed freeing them twice)."""
+    upstream.route("/hang", delay(30, fixed(200, body=b"late")))
+    gw = make_gateway(routes=[route("/*", upstream)], graceful_shutdown_timeout=1,
+                      check_exit=False)
+    clients = [Client(gw.port) for _ in range(3)]
+    for c in clients:
+        c.send(b"GET /hang HTTP/1.1\r\nHost: x\r\n\r\n")
+    time.sleep(0.3)
+    rc = gw.stop(sig=signal.SIGTERM, timeout=10)
+    assert rc == 0, "exit code %r\n%s" % (rc, gw.log_tail())
+    assert "still busy at the shutdown deadline" in gw.log_tail()
+    for c in clients:
+        assert c.closed_by_peer()
+        c.close()
