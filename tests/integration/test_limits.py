@@ -134,6 +134,7 @@ def test_slowloris_is_cut_by_the_whole_header_deadline(make_gateway, slow_upstre
     assert min(closed_after) > 1.5, "closed before the deadline: %.1f s" % min(closed_after)
 
 
+@pytest.mark.load
 def test_ten_thousand_idle_keepalive_connections(make_gateway, slow_upstream):
     """Holds 10,000 idle keep-alive connections (each served one request first) and reports
     the gateway's RSS per connection: an idle connection holds no buffer or request state."""
