@@ -85,7 +85,8 @@ StatusOr<int64_t> as_integer(const Json& v, int64_t min, int64_t max) {
     if (d < static_cast<double>(min)) {
       return Status::error(fmt::format("expected {} to be at least {}", number_text(d), min));
     }
-    if (d > static_cast<double>(max)) {
+    // static_cast<double>(INT64_MAX) rounds up to 2^63, which does not fit: compare with >=.
+    if (d > static_cast<double>(max) || d >= 9223372036854775808.0) {
       return Status::error(fmt::format("expected {} to be at most {}", number_text(d), max));
     }
     return static_cast<int64_t>(d);
@@ -157,6 +158,10 @@ StatusOr<std::string> as_host(const Json& v) {
     return s;
   }
   std::string_view h = *s;
+  if (h.size() > 255) {  // a DNS name is at most 253 octets; the router keeps 256
+    return Status::error(
+        fmt::format("string too long, expected at most 255 characters, got {}", h.size()));
+  }
   if (!h.empty() && h.front() == '*') {
     h.remove_prefix(1);
   }

@@ -11,9 +11,10 @@ namespace sluice::config {
 
 namespace {
 
-uint32_t to_ms(double seconds) {
+// Seconds to milliseconds, clamped into uint32 (a config may say 1e12 seconds).
+uint32_t to_ms(double seconds, uint32_t floor = 1) {
   double ms = seconds * 1000.0;
-  return ms < 1 ? 1 : ms > 4e9 ? 4000000000u : static_cast<uint32_t>(ms);
+  return ms < floor ? floor : ms > 4e9 ? 4000000000u : static_cast<uint32_t>(ms);
 }
 
 upstream::Timeouts to_timeouts(const TimeoutConf& t) {
@@ -98,7 +99,7 @@ class Builder {
       up->timeouts = to_timeouts(*c.timeout);
     }
     up->pool_size = static_cast<uint32_t>(c.keepalive_pool.size);
-    up->pool_idle_ms = static_cast<uint32_t>(c.keepalive_pool.idle_timeout * 1000);
+    up->pool_idle_ms = to_ms(c.keepalive_pool.idle_timeout, 0);
     up->pool_requests = static_cast<uint32_t>(c.keepalive_pool.requests);
     up->pass_host = c.pass_host == PassHost::kNode      ? upstream::PassHost::kNode
                     : c.pass_host == PassHost::kRewrite ? upstream::PassHost::kRewrite

@@ -84,7 +84,12 @@ const OpName* find_op(const Json& j) {
 std::string quote(const Json& j) {
   std::string s = j.dump(-1, ' ', false, Json::error_handler_t::replace);
   if (s.size() > kMaxQuotedElement) {
-    s.resize(kMaxQuotedElement);
+    size_t cut = kMaxQuotedElement;
+    // Never cut a UTF-8 sequence in half: the text ends up in a JSON error body.
+    while (cut > 0 && (static_cast<unsigned char>(s[cut]) & 0xC0) == 0x80) {
+      --cut;
+    }
+    s.resize(cut);
     s += "...";
   }
   return s;

@@ -34,7 +34,11 @@ bool read_file(const std::string& path, std::string* out) {
   return true;
 }
 
-uint32_t to_ms(double s) { return static_cast<uint32_t>(s * 1000); }
+// Seconds to milliseconds, clamped into uint32 (a config may say 1e300 seconds).
+uint32_t to_ms(double s) {
+  double ms = s * 1000;
+  return ms <= 0 ? 0 : ms >= 4e9 ? 4000000000u : static_cast<uint32_t>(ms);
+}
 
 // Every client connection is a descriptor: like nginx's worker_rlimit_nofile, take the
 // hard limit so the connection caps, not the default soft limit of 1024, decide.

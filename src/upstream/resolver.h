@@ -20,7 +20,11 @@ class DnsCache {
   std::string lookup(const std::string& host);
   // Re-resolves names whose answer expired. True when some answer changed.
   bool refresh();
-  void set_valid_seconds(double s) { valid_ms_ = static_cast<uint64_t>(s * 1000); }
+  // Clamped to [0, ~31 years]: a config may say 1e300.
+  void set_valid_seconds(double s) {
+    double ms = s * 1000;
+    valid_ms_ = ms <= 0 ? 0 : ms >= 1e12 ? uint64_t{1000000000000} : static_cast<uint64_t>(ms);
+  }
 
  private:
   struct Entry {
@@ -30,7 +34,7 @@ class DnsCache {
   };
   static std::string resolve(const std::string& host);
 
-  uint64_t valid_ms_;
+  uint64_t valid_ms_ = 0;
   std::unordered_map<std::string, Entry> entries_;
 };
 
