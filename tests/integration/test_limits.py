@@ -22,6 +22,12 @@ def busy_request(port, path="/slow"):
     return c
 
 
+def wait_in_flight(upstream, n):
+    """Waits until n /slow requests reached the upstream: their connections are counted."""
+    assert upstream.wait_for(lambda u: len(u.requests_for("/slow")) >= n, timeout=10), \
+        "only %d of %d requests reached the upstream" % (len(upstream.requests_for("/slow")), n)
+
+
 def is_shed(port):
     """True when a new connection is refused with the gateway's 503 and closed."""
     with Client(port) as c:
@@ -32,7 +38,7 @@ def is_shed(port):
 
 @pytest.fixture
 def slow_upstream(upstream):
-    upstream.route("/slow", delay(1.5, fixed(200, body=b"slow")))
+    upstream.route("/slow", delay(3, fixed(200, body=b"slow")))
     upstream.route("/fast", fixed(200, body=b"fast"))
     return upstream
 
@@ -55,7 +61,7 @@ def test_worker_cap_sheds_with_503_when_nothing_is_idle(make_gateway, slow_upstr
     gw = make_gateway(routes=[route("/*", slow_upstream)],
                       config={"nginx_config": {"event": {"worker_connections": 2}}})
     busy = [busy_request(gw.port) for _ in range(2)]
-    time.sleep(0.3)  # both requests are in flight at the upstream
+    wait_in_flight(slow_upstream, 2)
     assert is_shed(gw.port)
     for c in busy:  # the busy ones are unharmed
         assert c.read_response().status == 200
@@ -70,7 +76,7 @@ def test_listener_cap_leaves_other_listeners_serving(make_gateway, slow_upstream
                       listen=[{"ip": "127.0.0.1", "port": capped, "max_connections": 2},
                               {"ip": "127.0.0.1", "port": other}])
     busy = [busy_request(capped) for _ in range(2)]
-    time.sleep(0.3)
+    wait_in_flight(slow_upstream, 2)
     assert is_shed(capped)
     assert get(other, "/fast").status == 200
     for c in busy:
@@ -82,7 +88,7 @@ def test_global_cap_spans_workers(make_gateway, slow_upstream):
     gw = make_gateway(routes=[route("/*", slow_upstream)], workers=2,
                       config={"apisix": {"max_connections": 3}})
     busy = [busy_request(gw.port) for _ in range(3)]
-    time.sleep(0.3)
+    wait_in_flight(slow_upstream, 3)
     assert is_shed(gw.port)
     for c in busy:
         assert c.read_response().status == 200
