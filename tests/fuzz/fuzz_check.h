@@ -3,11 +3,11 @@
 // input as a crash artifact, and the corpus replay fails), exact-size copies that let ASan see
 // reads past a prefix, and a cheap hash to derive cut points from the input itself.
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <memory>
 #include <string_view>
 
@@ -25,10 +25,10 @@ namespace sluice::fuzz {
 // end of the span it was given trips ASan even when the span is a prefix of a longer input.
 class ExactCopy {
  public:
-  explicit ExactCopy(std::string_view s) : size_(s.size()), data_(std::make_unique<char[]>(size_)) {
-    if (size_ > 0) {
-      std::memcpy(data_.get(), s.data(), size_);
-    }
+  explicit ExactCopy(std::string_view s) : size_(s.size()) {
+    FUZZ_CHECK(size_ <= static_cast<size_t>(PTRDIFF_MAX));  // tells g++ the copy is bounded
+    data_ = std::make_unique<char[]>(size_);
+    std::copy(s.begin(), s.end(), data_.get());
   }
   std::string_view view() const { return std::string_view(data_.get(), size_); }
   const char* data() const { return data_.get(); }
