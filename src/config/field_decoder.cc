@@ -165,7 +165,12 @@ StatusOr<std::string> as_host(const Json& v) {
   if (!h.empty() && h.front() == '*') {
     h.remove_prefix(1);
   }
-  bool ok = !h.empty();
+  // The router ignores one trailing dot ("a.com." is "a.com"); "." or "*." name nothing.
+  std::string_view name = h;
+  if (!name.empty() && name.back() == '.') {
+    name.remove_suffix(1);
+  }
+  bool ok = !name.empty() && name != ".";
   for (char c : h) {
     ok = ok && host_char(c);
   }

@@ -270,6 +270,9 @@ class Reader {
     if (!v.contains("port")) {
       return error_at(path, "expected a port");
     }
+    if (v["port"].is_null()) {
+      return error_at(path, "expected a port");
+    }
     return walk(v, path,
                 {{"ip", [addr](auto& x, auto& p) { return assign(p, &addr->ip, parse_ip(x)); }},
                  {"port", [addr](auto& x, auto& p) { return assign(p, &addr->port, port(x)); }},
