@@ -8,7 +8,6 @@ namespace {
 constexpr std::array<std::string_view, 10> kMethodNames = {
     "GET", "HEAD", "POST", "PUT", "DELETE", "PATCH", "OPTIONS", "CONNECT", "TRACE", "PURGE"};
 
-
 template <typename Head>
 const Header* find_header(const Head& h, std::string_view name) {
   for (size_t i = 0; i < h.num_headers; ++i) {
