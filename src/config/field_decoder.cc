@@ -5,6 +5,8 @@
 #include <cctype>
 #include <cmath>
 
+#include "router/ip.h"
+
 namespace sluice::config {
 
 using common::Status;
@@ -237,6 +239,44 @@ StatusOr<TimeoutConf> as_timeout(const Json& v) {
 
 StatusOr<int64_t> as_timestamp(const Json& v) { return as_integer(v, 0, INT64_MAX); }
 
+StatusOr<std::string> as_sni(const Json& v) {
+  auto s = as_string(v);
+  if (!s.is_ok()) {
+    return s;
+  }
+  std::string_view h = *s;
+  if (!h.empty() && h.front() == '*') {
+    h.remove_prefix(1);
+  }
+  bool ok = !h.empty();
+  for (char c : h) {
+    ok = ok && (std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '.' || c == '_');
+  }
+  if (!ok) {
+    return Status::error(
+        fmt::format(R"(failed to match pattern "^\*?[0-9a-zA-Z-._]+$" with "{}")", *s));
+  }
+  return s;
+}
+
+StatusOr<std::string> as_ip_or_cidr(const Json& v) {
+  auto s = as_string(v);
+  if (s.is_ok() && !router::parse_cidr(*s).is_ok()) {
+    return Status::error("object matches none of the required");
+  }
+  return s;
+}
+
+Status finish_decode(const FieldDecoder& d, const Json& plugins, PluginUse use) {
+  if (!d.ok()) {
+    return invalid_configuration(d.status());
+  }
+  if (plugins.is_null()) {
+    return Status::ok();
+  }
+  return check_plugins(plugins, use);
+}
+
 FieldDecoder::FieldDecoder(const Json& obj) : obj_(obj) {
   if (!obj_.is_object()) {
     status_ = wrong_type("object", obj_);
@@ -262,6 +302,14 @@ void FieldDecoder::only(std::initializer_list<std::string_view> known) {
 void FieldDecoder::unsupported(std::string_view name, std::string message) {
   if (ok() && obj_.contains(std::string(name))) {
     status_ = Status::error(std::move(message));
+  }
+}
+
+void FieldDecoder::require(std::initializer_list<const char*> names) {
+  for (const char* name : names) {
+    if (ok() && !has(name)) {
+      status_ = Status::error(fmt::format("property \"{}\" is required", name));
+    }
   }
 }
 

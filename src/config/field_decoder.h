@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "common/status.h"
+#include "config/plugin_registry.h"
 #include "config/resources.h"
 
 namespace sluice::config {
@@ -66,6 +67,8 @@ class FieldDecoder {
   template <typename T, typename F>
   void field(const char* name, T* out, F&& decode);
   void fail(std::string fragment);
+  // Fails with `property "<name>" is required` for the first of `names` that is absent.
+  void require(std::initializer_list<const char*> names);
 
   bool has(const char* name) const { return obj_.is_object() && obj_.contains(name); }
   bool ok() const { return status_.is_ok(); }
@@ -127,6 +130,16 @@ void decode_common_fields(FieldDecoder& d, T* r) {
   d.field("create_time", &r->create_time, as_timestamp);
   d.field("update_time", &r->update_time, as_timestamp);
 }
+
+// An SNI: `^\*?[0-9a-zA-Z-._]+$` (APISIX's host_def_pat).
+common::StatusOr<std::string> as_sni(const Json& v);
+// An IP address or CIDR block (APISIX's ip_def), as router::parse_cidr reads it.
+common::StatusOr<std::string> as_ip_or_cidr(const Json& v);
+
+// The end of a decoder whose resource has a `plugins` object: `invalid configuration: ` and
+// the decoder's first error, else check_plugins's error when `plugins` is not null.
+common::Status finish_decode(const FieldDecoder& d, const Json& plugins,
+                             PluginUse use = PluginUse::kHttp);
 
 // Shared between the resource decoders: decode one upstream object, errors as fragments.
 common::StatusOr<UpstreamConf> decode_upstream_fields(const Json& obj);

@@ -121,10 +121,14 @@ class Reader {
     Status s = walk(doc, "",
                     {{"apisix", [this](auto& v, auto& p) { return apisix(v, p); }},
                      {"nginx_config", [this](auto& v, auto& p) { return nginx(v, p); }},
-                     {"deployment", [this](auto& v, auto& p) { return deployment(v, p); }}});
+                     {"deployment", [this](auto& v, auto& p) { return deployment(v, p); }},
+                     {"sluice", [this](auto& v, auto& p) { return sluice(v, p); }}});
     auto it = providers_.find(cfg.role);
     if (it != providers_.end()) {
       cfg.config_provider = it->second;
+    } else {
+      cfg.config_provider =
+          cfg.role == "traditional" ? ConfigProvider::kEmbedded : ConfigProvider::kYaml;
     }
     return s;
   }
@@ -226,7 +230,65 @@ class Reader {
                 {{"role", [this](auto& x, auto& p) { return assign(p, &cfg.role, role_name(x)); }},
                  {"role_traditional", role_section("traditional")},
                  {"role_data_plane", role_section("data_plane")},
-                 {"role_control_plane", role_section("control_plane")}});
+                 {"role_control_plane", role_section("control_plane")},
+                 {"admin", [this](auto& x, auto& p) { return admin(x, p); }}});
+  }
+
+  Status sluice(const Json& v, const std::string& path) {
+    return walk(v, path, {{"data_dir", [this](auto& x, auto& p) {
+                             return assign(p, &cfg.data_dir, as_string(x, 1, 4096));
+                           }}});
+  }
+
+  Status admin(const Json& v, const std::string& path) {
+    AdminConfig& a = cfg.admin;
+    return walk(
+        v, path,
+        {{"enable_admin", [&a](auto& x, auto& p) { return assign(p, &a.enabled, boolean(x)); }},
+         {"admin_key_required",
+          [&a](auto& x, auto& p) { return assign(p, &a.key_required, boolean(x)); }},
+         {"admin_listen", [this](auto& x, auto& p) { return admin_listen(x, p); }},
+         {"admin_key", [this](auto& x, auto& p) { return admin_keys(x, p); }},
+         {"allow_admin", [&a](auto& x, auto& p) {
+            return assign(p, &a.allow,
+                          as_string_array(
+                              x, [](const Json& e) { return as_string(e, 1, 64); }, 0));
+          }}});
+  }
+
+  Status admin_listen(const Json& v, const std::string& path) {
+    ListenAddr* addr = &cfg.admin.listen;
+    return walk(v, path,
+                {{"ip", [addr](auto& x, auto& p) { return assign(p, &addr->ip, parse_ip(x)); }},
+                 {"port", [addr](auto& x, auto& p) { return assign(p, &addr->port, port(x)); }}});
+  }
+
+  Status admin_keys(const Json& v, const std::string& path) {
+    if (!v.is_array()) {
+      return error_at(path, "expected a list of {name, key, role}, got " + json_text(v));
+    }
+    cfg.admin.keys.clear();
+    for (size_t i = 0; i < v.size(); ++i) {
+      std::string at = fmt::format("{}[{}]", path, i);
+      AdminKey k;
+      std::string role = "admin";
+      Status s =
+          walk(v[i], at,
+               {{"name", [&k](auto& x, auto& p) { return assign(p, &k.name, as_string(x)); }},
+                {"key", [&k](auto& x, auto& p) { return assign(p, &k.key, as_string(x, 1, 256)); }},
+                {"role", [&role](auto& x, auto& p) {
+                   return assign(p, &role, as_enum(x, {"admin", "viewer"}));
+                 }}});
+      if (!s.is_ok()) {
+        return s;
+      }
+      if (k.key.empty()) {
+        return error_at(at + ".key", "expected a non-empty key");
+      }
+      k.role = role == "viewer" ? AdminRole::kViewer : AdminRole::kAdmin;
+      cfg.admin.keys.push_back(std::move(k));
+    }
+    return Status::ok();
   }
 
   Status node_listen(const Json& v, const std::string& path) {
@@ -310,6 +372,12 @@ StatusOr<GatewayConfig> parse_gateway_config(const std::string& yaml_text, const
   }
   std::string base = directory_prefix(dir);
   reader.cfg.standalone_path = base == "/" ? "/apisix.yaml" : base + "/apisix.yaml";
+  std::string& data = reader.cfg.data_dir;
+  if (data.empty()) {
+    data = base == "/" ? "/data" : base + "/data";
+  } else if (data.front() != '/') {
+    data = base + "/" + data;
+  }
   return std::move(reader.cfg);
 }
 

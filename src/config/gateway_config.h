@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "common/log.h"
@@ -19,14 +20,41 @@ struct ListenAddr {
 
 enum class ConfigProvider { kYaml, kEtcd, kEmbedded };
 
+// The APISIX 2.x default admin key (CVE-2020-13945): accepted from loopback clients only.
+inline constexpr std::string_view kWellKnownAdminKey = "edd1c9f034335f136f87ad84b625c8f1";
+
+enum class AdminRole { kAdmin, kViewer };
+
+// Thread: any (value type)
+struct AdminKey {
+  std::string name;
+  std::string key;
+  AdminRole role = AdminRole::kAdmin;
+};
+
+// deployment.admin: where the Admin API listens and who may use it.
+// Thread: any (value type)
+struct AdminConfig {
+  bool enabled = true;                   // deployment.admin.enable_admin
+  ListenAddr listen{"127.0.0.1", 9180};  // deployment.admin.admin_listen
+  bool key_required = true;              // deployment.admin.admin_key_required
+  std::vector<AdminKey> keys = {{"admin", std::string(kWellKnownAdminKey), AdminRole::kAdmin}};
+  std::vector<std::string> allow = {"127.0.0.0/24", "::1/128"};  // deployment.admin.allow_admin
+};
+
 // Thread: any (value type)
 struct GatewayConfig {
   std::vector<ListenAddr> node_listen = {{"0.0.0.0", 9080}};  // apisix.node_listen
   int worker_processes = 0;  // nginx_config.worker_processes; 0 = auto (one per CPU)
   common::LogLevel error_log_level = common::LogLevel::kWarn;  // nginx_config.error_log_level
   std::string role = "traditional";                            // deployment.role
-  // deployment.role_data_plane.config_provider / role_traditional.config_provider
-  ConfigProvider config_provider = ConfigProvider::kYaml;
+  // deployment.role_data_plane.config_provider / role_traditional.config_provider; a
+  // traditional node defaults to the embedded store, a data plane to the yaml file.
+  ConfigProvider config_provider = ConfigProvider::kEmbedded;
+  AdminConfig admin;
+  // sluice.data_dir: where the embedded store keeps its database; relative paths are taken
+  // from the config file's directory. Default: "data" beside config.yaml.
+  std::string data_dir;
   std::string server_tokens_name = "sluice";  // apisix.server_tokens_name... see .cc
   bool server_tokens = true;                  // apisix.enable_server_tokens
   double dns_resolver_valid = 30;         // apisix.dns_resolver_valid: seconds a DNS answer is kept

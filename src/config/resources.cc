@@ -36,8 +36,9 @@ StatusOr<ServiceConf> decode_service_fields(const Json& obj) {
   d.field("upstream_id", &s.upstream_id, as_id);
   d.field("hosts", &s.hosts, [](const Json& v) { return as_string_array(v, as_host); });
   d.field("enable_websocket", &s.enable_websocket, as_bool);
-  if (!d.ok()) {
-    return invalid_configuration(d.status());
+  common::Status st = finish_decode(d, s.plugins);
+  if (!st.is_ok()) {
+    return st;
   }
   return s;
 }

@@ -8,6 +8,8 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <string_view>
+#include <variant>
 #include <vector>
 
 #include "common/status.h"
@@ -94,12 +96,146 @@ struct ServiceConf {
   int64_t create_time = 0, update_time = 0;
 };
 
+// A consumer: an identity that auth plugins map requests to. Its id is its username.
+// Thread: any (value type)
+struct ConsumerConf {
+  std::string id;  // == username
+  std::string username;
+  std::string desc;
+  std::map<std::string, std::string> labels;
+  Json plugins;  // object; null when absent
+  std::string group_id;
+  int64_t create_time = 0, update_time = 0;
+};
+
+// Plugins that run on every request, before the route's own.
+// Thread: any (value type)
+struct GlobalRuleConf {
+  std::string id;
+  Json plugins;  // object, required
+  int64_t create_time = 0, update_time = 0;
+};
+
+// A reusable set of plugins that routes name by plugin_config_id.
+// Thread: any (value type)
+struct PluginConfigConf {
+  std::string id;
+  std::string name, desc;
+  std::map<std::string, std::string> labels;
+  Json plugins;  // object, required
+  int64_t create_time = 0, update_time = 0;
+};
+
+// Plugins shared by the consumers whose group_id names it.
+// Thread: any (value type)
+struct ConsumerGroupConf {
+  std::string id;
+  std::string name, desc;
+  std::map<std::string, std::string> labels;
+  Json plugins;  // object, required
+  int64_t create_time = 0, update_time = 0;
+};
+
+// Node-wide settings of one plugin; the id is the plugin's name.
+// Thread: any (value type)
+struct PluginMetadataConf {
+  std::string id;  // the plugin name
+  Json value;      // the object as given, without `id`
+};
+
+// server: presented to clients for its SNIs; client: presented to upstreams (mTLS).
+enum class SslType { kServer, kClient };
+
+// Client-certificate verification for the SNIs of a server certificate.
+// Thread: any (value type)
+struct SslClientConf {
+  std::string ca;  // PEM
+  int depth = 1;   // >= 0
+  std::vector<std::string> skip_mtls_uri_regex;
+};
+
+// A certificate and key (plus extra pairs) and the SNIs they serve. Stored only: parsing the
+// PEM and serving TLS come later.
+// Thread: any (value type)
+struct SslConf {
+  std::string id;
+  SslType type = SslType::kServer;
+  std::string cert, key;                 // PEM, or a $secret:// / $env:// reference
+  std::vector<std::string> certs, keys;  // further pairs, same length
+  std::vector<std::string> snis;         // `sni` folds into this; empty for a client cert
+  std::map<std::string, std::string> labels;
+  int status = 1;                          // 1 enabled, 0 disabled
+  std::vector<std::string> ssl_protocols;  // TLSv1.1 | TLSv1.2 | TLSv1.3; empty = default
+  std::optional<SslClientConf> client;     // mTLS: the CA that client certs must chain to
+  int64_t validity_start = 0, validity_end = 0;
+  int64_t create_time = 0, update_time = 0;
+};
+
+// An L4 (TCP/UDP) route. Stored only: Sluice does not proxy streams yet.
+// Thread: any (value type)
+struct StreamRouteConf {
+  std::string id;
+  std::string name, desc;
+  std::map<std::string, std::string> labels;
+  std::string remote_addr, server_addr;  // IP or CIDR; empty = any
+  int server_port = 0;                   // 1-65535; 0 = any
+  std::string sni;
+  std::optional<UpstreamConf> upstream;
+  std::string upstream_id, service_id;
+  Json plugins;   // object; null when absent
+  Json protocol;  // {name, superior_id, conf, logger} kept verbatim; null when absent
+  int64_t create_time = 0, update_time = 0;
+};
+
+// A protobuf definition that gRPC transcoding refers to.
+// Thread: any (value type)
+struct ProtoConf {
+  std::string id;
+  std::string name, desc;
+  std::map<std::string, std::string> labels;
+  std::string content;
+  int64_t create_time = 0, update_time = 0;
+};
+
+// A HashiCorp Vault KV store.
+// Thread: any (value type)
+struct VaultSecretConf {
+  std::string uri, prefix, token, namespace_;
+};
+
+// AWS Secrets Manager.
+// Thread: any (value type)
+struct AwsSecretConf {
+  std::string access_key_id, secret_access_key, session_token;
+  std::string region = "us-east-1";
+  std::string endpoint_url;
+};
+
+// Where `$secret://<manager>/<id>/...` references are looked up. The id is `<manager>/<id>`.
+// Thread: any (value type)
+struct SecretConf {
+  std::string id;       // "vault/1"; empty when the object carried none
+  std::string manager;  // "vault" | "aws"
+  std::variant<VaultSecretConf, AwsSecretConf> conf;
+  int64_t create_time = 0, update_time = 0;
+};
+
 // Every resource of one configuration, as decoded. Ids are unique per kind.
 // Thread: any (value type)
 struct ConfigSet {
   std::vector<RouteConf> routes;
   std::vector<ServiceConf> services;
   std::vector<UpstreamConf> upstreams;
+  // The kinds below are decoded and checked but not served yet.
+  std::vector<ConsumerConf> consumers;
+  std::vector<GlobalRuleConf> global_rules;
+  std::vector<PluginConfigConf> plugin_configs;
+  std::vector<ConsumerGroupConf> consumer_groups;
+  std::vector<SslConf> ssls;
+  std::vector<StreamRouteConf> stream_routes;
+  std::vector<ProtoConf> protos;
+  std::vector<PluginMetadataConf> plugin_metadata;
+  std::vector<SecretConf> secrets;
   // Things a reader should tell the operator (kinds present but not served yet).
   std::vector<std::string> warnings;
 };
@@ -111,6 +247,29 @@ struct ConfigSet {
 common::StatusOr<RouteConf> decode_route(const Json& obj);
 common::StatusOr<ServiceConf> decode_service(const Json& obj);
 common::StatusOr<UpstreamConf> decode_upstream(const Json& obj);
+
+// The other kinds follow the same rules. A `plugins` object is checked with check_plugins
+// (plugin_registry.h): `unknown plugin [name]` and plugin errors come without the
+// `invalid configuration: ` prefix, as in APISIX; a consumer's are prefixed
+// `invalid plugins configuration: `.
+common::StatusOr<ConsumerConf> decode_consumer(const Json& obj);
+common::StatusOr<GlobalRuleConf> decode_global_rule(const Json& obj);
+common::StatusOr<PluginConfigConf> decode_plugin_config(const Json& obj);
+common::StatusOr<ConsumerGroupConf> decode_consumer_group(const Json& obj);
+// `plugin_name` (the id) must be a known plugin: `unknown plugin [name]`. An `id` in the
+// object must equal it.
+common::StatusOr<PluginMetadataConf> decode_plugin_metadata(const std::string& plugin_name,
+                                                            const Json& obj);
+// PEMs are checked for shape only (`-----BEGIN`); errors past the schema follow APISIX's
+// unprefixed texts (`mismatched number of certs and keys`, `failed to parse cert: ...`).
+common::StatusOr<SslConf> decode_ssl(const Json& obj);
+common::StatusOr<StreamRouteConf> decode_stream_route(const Json& obj);
+common::StatusOr<ProtoConf> decode_proto(const Json& obj);
+// `manager` is `vault` or `aws`, else `invalid secret manager: <manager>`. An `id` in the
+// object must be `<manager>/<id>`.
+common::StatusOr<SecretConf> decode_secret(std::string_view manager, const Json& obj);
+// An apisix.yaml secrets item: its `id` (`<manager>/<id>`) names the manager.
+common::StatusOr<SecretConf> decode_secret_item(const Json& obj);
 
 // True when `id` is a valid APISIX id string (1-64 of [a-zA-Z0-9-_.]).
 bool valid_id(const std::string& id);

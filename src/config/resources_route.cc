@@ -114,8 +114,9 @@ StatusOr<RouteConf> decode_route_fields(const Json& obj) {
   decode_match_fields(d, &r);
   decode_action_fields(d, &r);
   check_route_shape(d);
-  if (!d.ok()) {
-    return invalid_configuration(d.status());
+  Status s = finish_decode(d, r.plugins);
+  if (!s.is_ok()) {
+    return s;
   }
   return r;
 }

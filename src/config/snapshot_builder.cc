@@ -189,6 +189,25 @@ class Builder {
 
 }  // namespace
 
+common::Status check_route_compiles(const RouteConf& r) {
+  for (const auto& a : r.remote_addrs) {
+    auto cidr = router::parse_cidr(a);
+    if (!cidr) {
+      return common::Status::error(
+          fmt::format("invalid configuration: property \"remote_addrs\" validation failed: {}",
+                      cidr.status().message()));
+    }
+  }
+  if (!r.vars.is_null()) {
+    auto expr = router::Expr::compile(r.vars);
+    if (!expr) {
+      return common::Status::error(
+          fmt::format("failed to validate the 'vars' expression: {}", expr.status().message()));
+    }
+  }
+  return common::Status::ok();
+}
+
 common::StatusOr<BuildResult> build_snapshot(const ConfigSet& set, upstream::DnsCache& dns,
                                              uint64_t version) {
   BuildResult out;

@@ -20,6 +20,10 @@ struct BuildResult {
   std::vector<std::string> warnings;  // dangling references, unresolvable hosts
 };
 
+// Compiles what only the builder compiles (remote_addrs CIDRs, vars expressions), so the
+// Admin API can refuse a route that would make every later build fail.
+common::Status check_route_compiles(const RouteConf& r);
+
 common::StatusOr<BuildResult> build_snapshot(const ConfigSet& set, upstream::DnsCache& dns,
                                              uint64_t version);
 

@@ -2,8 +2,10 @@
 
 #include <fmt/format.h>
 
+#include <functional>
 #include <map>
 #include <string_view>
+#include <utility>
 
 #include "config/env_subst.h"
 #include "config/field_decoder.h"
@@ -18,10 +20,11 @@ namespace {
 
 constexpr const char* kSource = "apisix.yaml";
 
-// Kinds APISIX's standalone mode knows that Sluice does not serve yet.
-constexpr std::string_view kNotServed[] = {
-    "consumers",     "ssls",   "global_rules",    "plugin_configs", "plugin_metadata",
-    "stream_routes", "protos", "consumer_groups", "secrets"};
+// Every top-level key of apisix.yaml; the kinds after upstreams are stored but not served.
+constexpr std::string_view kKinds[] = {
+    "routes",        "services",     "upstreams",       "consumers",
+    "ssls",          "global_rules", "plugin_configs",  "plugin_metadata",
+    "stream_routes", "protos",       "consumer_groups", "secrets"};
 
 // APISIX looks for `#END\s*$`: anything after the marker but whitespace means a partial file.
 bool has_end_marker(std::string_view text) {
@@ -32,18 +35,22 @@ bool has_end_marker(std::string_view text) {
   return text.substr(end + 1 - 4, 4) == "#END";
 }
 
-std::string item_name(std::string_view kind, size_t index, const Json& item) {
+// `routes[2] (id "5")`; consumers are named by `username` instead of `id`.
+std::string item_name(std::string_view kind, size_t index, const Json& item,
+                      const std::string& id_key) {
   std::string name = fmt::format("{}[{}]", kind, index);
-  if (item.is_object() && item.contains("id")) {
-    const Json& id = item["id"];
-    name += fmt::format(" (id {})", id.is_string() ? json_text(id) : "\"" + json_text(id) + "\"");
+  if (item.is_object() && item.contains(id_key)) {
+    const Json& id = item[id_key];
+    name += fmt::format(" ({} {})", id_key,
+                        id.is_string() ? json_text(id) : "\"" + json_text(id) + "\"");
   }
   return name;
 }
 
-// Decodes every item of one kind with `decode`, requiring unique ids.
+// Decodes every item of one kind with `decode`, requiring unique ids (held in `id_key`).
 template <typename T, typename F>
-Status decode_kind(const Json& doc, std::string_view kind, std::vector<T>* out, F&& decode) {
+Status decode_kind(const Json& doc, std::string_view kind, std::vector<T>* out, F&& decode,
+                   const std::string& id_key = "id") {
   auto it = doc.find(std::string(kind));
   if (it == doc.end() || it->is_null()) {
     return Status::ok();
@@ -55,9 +62,9 @@ Status decode_kind(const Json& doc, std::string_view kind, std::vector<T>* out, 
   std::map<std::string, size_t> seen;
   for (size_t i = 0; i < it->size(); ++i) {
     const Json& item = (*it)[i];
-    std::string name = item_name(kind, i, item);
-    if (item.is_object() && !item.contains("id")) {
-      return Status::error(fmt::format("{}: {}: missing id", kSource, name));
+    std::string name = item_name(kind, i, item, id_key);
+    if (item.is_object() && !item.contains(id_key)) {
+      return Status::error(fmt::format("{}: {}: missing {}", kSource, name, id_key));
     }
     auto r = decode(item);
     if (!r.is_ok()) {
@@ -73,28 +80,82 @@ Status decode_kind(const Json& doc, std::string_view kind, std::vector<T>* out, 
   return Status::ok();
 }
 
-Status check_not_served(const Json& doc, ConfigSet* set) {
-  for (auto kind : kNotServed) {
-    auto it = doc.find(std::string(kind));
-    if (it == doc.end() || it->is_null()) {
-      continue;
-    }
-    if (!it->is_array()) {
-      return Status::error(
-          fmt::format("{}: {}: {}", kSource, kind, wrong_type("array", *it).message()));
-    }
-    if (!it->empty()) {
-      set->warnings.push_back(fmt::format("{}: {} ({} items) are not served yet and are ignored",
-                                          kSource, kind, it->size()));
+// apisix.yaml names a plugin_metadata item by its plugin: `id` must be a string.
+StatusOr<PluginMetadataConf> decode_metadata_item(const Json& item) {
+  if (!item.is_object()) {
+    return invalid_configuration(wrong_type("object", item));
+  }
+  const Json id = item.value("id", Json());
+  if (!id.is_string()) {
+    return invalid_configuration(property_error("id", wrong_type("string", id)));
+  }
+  return decode_plugin_metadata(id.get<std::string>(), item);
+}
+
+Status first_error(std::initializer_list<std::function<Status()>> steps) {
+  for (const auto& step : steps) {
+    Status s = step();
+    if (!s.is_ok()) {
+      return s;
     }
   }
   return Status::ok();
 }
 
+Status decode_served(const Json& doc, ConfigSet* set) {
+  return first_error({
+      [&] { return decode_kind(doc, "upstreams", &set->upstreams, decode_upstream); },
+      [&] { return decode_kind(doc, "services", &set->services, decode_service); },
+      [&] { return decode_kind(doc, "routes", &set->routes, decode_route); },
+  });
+}
+
+Status decode_stored(const Json& doc, ConfigSet* set) {
+  return first_error({
+      [&] { return decode_kind(doc, "consumers", &set->consumers, decode_consumer, "username"); },
+      [&] { return decode_kind(doc, "ssls", &set->ssls, decode_ssl); },
+      [&] { return decode_kind(doc, "global_rules", &set->global_rules, decode_global_rule); },
+      [&] {
+        return decode_kind(doc, "plugin_configs", &set->plugin_configs, decode_plugin_config);
+      },
+      [&] {
+        return decode_kind(doc, "plugin_metadata", &set->plugin_metadata, decode_metadata_item);
+      },
+      [&] { return decode_kind(doc, "stream_routes", &set->stream_routes, decode_stream_route); },
+      [&] { return decode_kind(doc, "protos", &set->protos, decode_proto); },
+      [&] {
+        return decode_kind(doc, "consumer_groups", &set->consumer_groups, decode_consumer_group);
+      },
+      [&] { return decode_kind(doc, "secrets", &set->secrets, decode_secret_item); },
+  });
+}
+
+// Kinds that are decoded and kept but that nothing serves yet are named, so that an operator
+// does not take them for working.
+void warn_not_served(ConfigSet* set) {
+  const std::pair<std::string_view, size_t> counts[] = {
+      {"consumers", set->consumers.size()},
+      {"ssls", set->ssls.size()},
+      {"global_rules", set->global_rules.size()},
+      {"plugin_configs", set->plugin_configs.size()},
+      {"plugin_metadata", set->plugin_metadata.size()},
+      {"stream_routes", set->stream_routes.size()},
+      {"protos", set->protos.size()},
+      {"consumer_groups", set->consumer_groups.size()},
+      {"secrets", set->secrets.size()},
+  };
+  for (const auto& [kind, n] : counts) {
+    if (n != 0) {
+      set->warnings.push_back(
+          fmt::format("{}: {} ({} items) are stored but not served yet", kSource, kind, n));
+    }
+  }
+}
+
 Status check_top_level_keys(const Json& doc) {
   for (const auto& [key, value] : doc.items()) {
-    bool known = key == "routes" || key == "services" || key == "upstreams";
-    for (auto kind : kNotServed) {
+    bool known = false;
+    for (auto kind : kKinds) {
       known = known || kind == key;
     }
     if (!known) {
@@ -113,22 +174,15 @@ StatusOr<ConfigSet> decode_document(const Json& doc) {
     return Status::error(
         fmt::format("{}: the top level must be a mapping, got {}", kSource, json_type_name(doc)));
   }
-  Status s = check_top_level_keys(doc);
-  if (s.is_ok()) {
-    s = decode_kind(doc, "upstreams", &set.upstreams, decode_upstream);
-  }
-  if (s.is_ok()) {
-    s = decode_kind(doc, "services", &set.services, decode_service);
-  }
-  if (s.is_ok()) {
-    s = decode_kind(doc, "routes", &set.routes, decode_route);
-  }
-  if (s.is_ok()) {
-    s = check_not_served(doc, &set);
-  }
+  Status s = first_error({
+      [&] { return check_top_level_keys(doc); },
+      [&] { return decode_served(doc, &set); },
+      [&] { return decode_stored(doc, &set); },
+  });
   if (!s.is_ok()) {
     return s;
   }
+  warn_not_served(&set);
   return set;
 }
 

@@ -1,17 +1,20 @@
 #include "runtime/gateway.h"
 
 #include <fmt/format.h>
-#include <poll.h>
 #include <signal.h>
 #include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <chrono>
 #include <cstring>
+#include <ctime>
 #include <fstream>
 #include <sstream>
 
+#include "admin/auth.h"
 #include "common/log.h"
 #include "config/snapshot_builder.h"
 #include "config/standalone.h"
@@ -50,6 +53,12 @@ void raise_fd_limit() {
   }
 }
 
+int64_t thread_cpu_us() {
+  timespec ts;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<int64_t>(ts.tv_sec) * 1000000 + ts.tv_nsec / 1000;
+}
+
 }  // namespace
 
 Gateway::Gateway(std::string config_path) : config_path_(std::move(config_path)) {
@@ -73,13 +82,138 @@ common::Status Gateway::load_gateway_config() {
   for (const auto& w : conf_.warnings) {
     SLUICE_LOG(kWarn, "{}", w);
   }
-  if (conf_.config_provider != config::ConfigProvider::kYaml) {
+  if (conf_.config_provider == config::ConfigProvider::kEtcd) {
     return common::Status::error(
-        "only the yaml config provider (standalone apisix.yaml) is available in this build; "
-        "set deployment.role: data_plane and deployment.role_data_plane.config_provider: yaml");
+        "the etcd config provider is not available in this build; use "
+        "deployment.role_traditional.config_provider: embedded (the default) or "
+        "deployment.role: data_plane with role_data_plane.config_provider: yaml");
   }
   dns_.set_valid_seconds(conf_.dns_resolver_valid);
+  return check_admin_safety();
+}
+
+// The well-known APISIX key (CVE-2020-13945) must never guard an admin port reachable from
+// other machines: refuse to start rather than serve it.
+common::Status Gateway::check_admin_safety() const {
+  const config::AdminConfig& a = conf_.admin;
+  if (!embedded() || !a.enabled) {
+    return common::Status::ok();
+  }
+  router::IpAddr ip;
+  bool loopback = router::parse_ip(a.listen.ip, &ip) && admin::is_loopback(ip);
+  for (const auto& k : a.keys) {
+    if (k.key == config::kWellKnownAdminKey && !loopback) {
+      return common::Status::error(fmt::format(
+          "config.yaml: deployment.admin.admin_key: the well-known default key {} may not guard "
+          "an admin listener on a non-loopback address ({}:{}); set your own key or listen on "
+          "127.0.0.1",
+          config::kWellKnownAdminKey, a.listen.ip, a.listen.port));
+    }
+  }
+  if (a.key_required && a.keys.empty()) {
+    return common::Status::error(
+        "config.yaml: deployment.admin.admin_key: empty while admin_key_required is true");
+  }
+  if (!a.key_required) {
+    SLUICE_LOG(kWarn,
+               "deployment.admin.admin_key_required is false: the Admin API accepts "
+               "requests without a key from allow_admin addresses");
+  }
   return common::Status::ok();
+}
+
+common::Status Gateway::open_store() {
+  auto st = store::open_embedded(conf_.data_dir);
+  if (!st) {
+    return st.status();
+  }
+  store_ = std::move(st).value();
+  auto entries = store_->list(index_.prefix() + "/");
+  if (!entries) {
+    return common::Status::error(
+        fmt::format("{}: cannot read the store: {}", conf_.data_dir, entries.status().message()));
+  }
+  // Creation order decides ties between routes (the older wins), so replay it.
+  std::sort(entries->begin(), entries->end(), [](const store::Entry& a, const store::Entry& b) {
+    return a.create_revision < b.create_revision;
+  });
+  for (const auto& e : *entries) {
+    common::Status applied = index_.apply(store::Change{false, e});
+    if (!applied) {
+      SLUICE_LOG(kError, "store: skipped: {}", applied.message());
+    }
+  }
+  store_->take_changes();
+  SLUICE_LOG(kNotice, "store {}: {} entries at revision {}", conf_.data_dir, entries->size(),
+             store_->revision());
+  if (!conf_.admin.enabled) {
+    return common::Status::ok();
+  }
+  auto auth = admin::Auth::create(conf_.admin);
+  if (!auth) {
+    return auth.status();
+  }
+  api_ = std::make_unique<admin::Api>(
+      std::move(auth).value(), *store_, index_, [] { return static_cast<int64_t>(time(nullptr)); },
+      [this] { absorb_changes(); });
+  admin_service_ = std::make_shared<AdminService>(
+      ctl_, [this](const server::AdminRequest& r) { return api_->handle(r); },
+      [this] { publish_store_config(false); });
+  return common::Status::ok();
+}
+
+void Gateway::absorb_changes() {
+  for (const auto& c : store_->take_changes()) {
+    common::Status st = index_.apply(c);
+    if (!st) {
+      SLUICE_LOG(kError, "store: change not applied: {}", st.message());
+    }
+    dirty_ = true;
+  }
+}
+
+bool Gateway::publish_store_config(bool force) {
+  if (!dirty_ && !force) {
+    return true;
+  }
+  dirty_ = false;
+  auto t0 = std::chrono::steady_clock::now();
+  int64_t cpu0 = thread_cpu_us();
+  auto built = config::build_snapshot(index_.set(), dns_, version_ + 1);
+  if (!built) {
+    SLUICE_LOG(kError, "store: configuration rejected, still serving the previous one: {}",
+               built.status().message());
+    return false;
+  }
+  for (const auto& w : built->warnings) {
+    SLUICE_LOG(kWarn, "store: {}", w);
+  }
+  ++version_;
+  size_t n = built->snapshot->routes.size();
+  publish(std::move(built->snapshot));
+  auto us =
+      std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - t0)
+          .count();
+  SLUICE_LOG(kInfo, "configuration {} published: {} route(s), built in {} us ({} us CPU)", version_,
+             n, us, thread_cpu_us() - cpu0);
+  return true;
+}
+
+void Gateway::publish(snapshot::SnapshotPtr snap) {
+  for (auto& w : workers_) {
+    w->publish(snap);
+  }
+  if (current_) {
+    retired_.push_back(std::move(current_));
+  }
+  current_ = std::move(snap);
+  free_retired();
+}
+
+// A snapshot of 10,000 routes takes milliseconds to destroy: that happens here, once no
+// worker or request holds it, and never on a worker thread in the middle of traffic.
+void Gateway::free_retired() {
+  std::erase_if(retired_, [](const snapshot::SnapshotPtr& s) { return s.use_count() == 1; });
 }
 
 common::Status Gateway::start_workers() {
@@ -95,30 +229,47 @@ common::Status Gateway::start_workers() {
   for (const auto& l : conf_.node_listen) {
     limits->listeners.push_back(std::make_unique<server::ConnCounter>(l.max_connections));
   }
+  limits->listeners.push_back(std::make_unique<server::ConnCounter>(0));  // the admin port
   if (conf_.server_tokens) {
     settings->server_header = fmt::format("Server: sluice/{}\r\n", SLUICE_VERSION);
   }
+  settings->admin = admin_service_;
   int n = conf_.worker_processes > 0 ? conf_.worker_processes
                                      : static_cast<int>(std::thread::hardware_concurrency());
   n = std::max(n, 1);
   for (int i = 0; i < n; ++i) {
     auto w = std::make_unique<server::Worker>(i, settings, limits);
-    for (size_t li = 0; li < conf_.node_listen.size(); ++li) {
-      const config::ListenAddr& l = conf_.node_listen[li];
-      io::SockAddr addr;
-      if (!io::make_sockaddr(l.ip, l.port, &addr)) {
-        return common::Status::error(fmt::format("apisix.node_listen: bad address {}", l.ip));
-      }
-      auto fd = io::listen_reuseport(addr);
-      if (!fd) {
-        return fd.status();
-      }
-      w->add_listener(*fd, limits->listeners[li].get());
+    common::Status st = add_listeners(*w, *limits);
+    if (!st) {
+      return st;
     }
     workers_.push_back(std::move(w));
   }
   for (const auto& l : conf_.node_listen) {
     SLUICE_LOG(kNotice, "listening on {}:{} with {} worker(s)", l.ip, l.port, n);
+  }
+  if (admin_service_) {
+    SLUICE_LOG(kNotice, "Admin API on {}:{}", conf_.admin.listen.ip, conf_.admin.listen.port);
+  }
+  return common::Status::ok();
+}
+
+common::Status Gateway::add_listeners(server::Worker& w, server::ConnLimits& limits) {
+  size_t count = conf_.node_listen.size() + (admin_service_ ? 1 : 0);
+  for (size_t li = 0; li < count; ++li) {
+    bool is_admin = li == conf_.node_listen.size();
+    const config::ListenAddr& l = is_admin ? conf_.admin.listen : conf_.node_listen[li];
+    const char* what = is_admin ? "deployment.admin.admin_listen" : "apisix.node_listen";
+    io::SockAddr addr;
+    if (!io::make_sockaddr(l.ip, l.port, &addr)) {
+      return common::Status::error(fmt::format("{}: bad address {}", what, l.ip));
+    }
+    auto fd = io::listen_reuseport(addr);
+    if (!fd) {
+      return common::Status::error(fmt::format("{}: {}", what, fd.status().message()));
+    }
+    w.add_listener(*fd, limits.listeners[li].get(),
+                   is_admin ? server::ListenerKind::kAdmin : server::ListenerKind::kProxy);
   }
   return common::Status::ok();
 }
@@ -166,9 +317,7 @@ bool Gateway::reload_routes(bool at_start) {
     SLUICE_LOG(kWarn, "apisix.yaml: {}", w);
   }
   ++version_;
-  for (auto& w : workers_) {
-    w->publish(built->snapshot);
-  }
+  publish(built->snapshot);
   last_text_ = std::move(text);
   last_set_ = std::move(set).value();
   SLUICE_LOG(kNotice, "configuration {} loaded: {} route(s)", version_,
@@ -176,20 +325,86 @@ bool Gateway::reload_routes(bool at_start) {
   return true;
 }
 
+// The signalfd, read on the control loop.
+// Thread: control
+class Gateway::SignalHandler : public io::IoHandler {
+ public:
+  SignalHandler(Gateway& g, int fd) : g_(g), fd_(fd) {}
+  ~SignalHandler() override { close(fd_); }
+  int fd() const { return fd_; }
+  void on_io(uint32_t) override {
+    signalfd_siginfo si;
+    while (read(fd_, &si, sizeof(si)) == sizeof(si)) {
+      g_.on_signal(static_cast<int>(si.ssi_signo));
+    }
+  }
+
+ private:
+  Gateway& g_;
+  int fd_;
+};
+
+void Gateway::on_signal(int signo) {
+  if (signo == SIGHUP) {
+    on_sighup();
+    return;
+  }
+  SLUICE_LOG(kNotice, "signal {}: shutting down gracefully", signo);
+  ctl_.stop();
+}
+
 void Gateway::on_sighup() {
   SLUICE_LOG(kNotice, "SIGHUP: re-reading {}", config_path_);
-  auto old_listen = conf_.node_listen;
-  int old_workers = conf_.worker_processes;
+  auto old_conf = conf_;
   common::Status st = load_gateway_config();
   if (!st) {
     SLUICE_LOG(kError, "config.yaml rejected, keeping the running settings: {}", st.message());
+    conf_ = std::move(old_conf);
+    common::set_log_level(conf_.error_log_level);
     return;
   }
-  if (old_workers != conf_.worker_processes || old_listen.size() != conf_.node_listen.size()) {
-    SLUICE_LOG(kWarn, "worker_processes and node_listen changes take effect after a restart");
+  if (old_conf.worker_processes != conf_.worker_processes ||
+      old_conf.node_listen.size() != conf_.node_listen.size() ||
+      old_conf.config_provider != conf_.config_provider || old_conf.data_dir != conf_.data_dir) {
+    SLUICE_LOG(kWarn,
+               "worker_processes, node_listen, the config provider and data_dir changes "
+               "take effect after a restart");
   }
-  routes_file_changed();
-  reload_routes(true);
+  // The running process keeps its provider, store and Admin API settings.
+  conf_.config_provider = old_conf.config_provider;
+  conf_.data_dir = old_conf.data_dir;
+  conf_.admin = old_conf.admin;
+  if (embedded()) {
+    publish_store_config(true);
+  } else {
+    routes_file_changed();
+    reload_routes(true);
+  }
+}
+
+void Gateway::on_tick() {
+  free_retired();
+  if (embedded()) {
+    auto n = store_->next_expiry();
+    if (n != 0 && n <= time(nullptr)) {
+      auto expired = store_->expire(time(nullptr));
+      if (!expired) {
+        SLUICE_LOG(kError, "store: expiring entries failed: {}", expired.status().message());
+      }
+      absorb_changes();
+      publish_store_config(false);
+    }
+  } else if (routes_file_changed()) {
+    reload_routes(false);
+  }
+  if (dns_.refresh()) {
+    if (embedded()) {
+      publish_store_config(true);
+    } else {
+      reload_routes(true);
+    }
+  }
+  ctl_.arm(tick_, kTickMs);
 }
 
 int Gateway::run() {
@@ -203,9 +418,14 @@ int Gateway::run() {
   pthread_sigmask(SIG_BLOCK, &mask, nullptr);
   signal(SIGPIPE, SIG_IGN);
   raise_fd_limit();
-  int sfd = signalfd(-1, &mask, SFD_CLOEXEC);
+  signals_ =
+      std::make_unique<SignalHandler>(*this, signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK));
+  ctl_.add(signals_->fd(), signals_.get(), EPOLLIN);
 
   common::Status st = load_gateway_config();
+  if (st && embedded()) {
+    st = open_store();
+  }
   if (st) {
     st = start_workers();
   }
@@ -213,37 +433,26 @@ int Gateway::run() {
     SLUICE_LOG(kEmerg, "{}", st.message());
     return 1;
   }
-  routes_file_changed();
-  if (!reload_routes(true)) {
-    SLUICE_LOG(kEmerg, "cannot start without a valid {}", conf_.standalone_path);
-    return 1;
+  if (embedded()) {
+    if (!publish_store_config(true)) {
+      SLUICE_LOG(kError,
+                 "the stored configuration does not build: serving no routes until it "
+                 "is fixed through the Admin API");
+    }
+  } else {
+    routes_file_changed();
+    if (!reload_routes(true)) {
+      SLUICE_LOG(kEmerg, "cannot start without a valid {}", conf_.standalone_path);
+      return 1;
+    }
   }
   for (auto& w : workers_) {
     threads_.emplace_back([wp = w.get()] { wp->run(); });
   }
-  while (true) {
-    pollfd p{sfd, POLLIN, 0};
-    int r = poll(&p, 1, kTickMs);
-    if (r > 0) {
-      signalfd_siginfo si;
-      if (read(sfd, &si, sizeof(si)) == sizeof(si)) {
-        if (si.ssi_signo == SIGHUP) {
-          on_sighup();
-          continue;
-        }
-        SLUICE_LOG(kNotice, "signal {}: shutting down gracefully", si.ssi_signo);
-        break;
-      }
-    }
-    if (routes_file_changed()) {
-      reload_routes(false);
-    }
-    if (dns_.refresh()) {
-      reload_routes(true);
-    }
-  }
+  ctl_.update_time();
+  ctl_.arm(tick_, kTickMs);
+  ctl_.run();
   shutdown();
-  close(sfd);
   return 0;
 }
 

@@ -1,11 +1,11 @@
-// The client side of the exchange state machine: reading heads, local replies, lingering
-// close, timeouts. The upstream half lives in exchange_request.cc / exchange_response.cc.
+// The client side of the exchange state machine: reading heads, writing local replies,
+// lingering close, timeouts. The upstream half lives in exchange_request.cc /
+// exchange_response.cc, the admin detour in admin_exchange.cc, reply heads in local_reply.cc.
 // This file is a state machine; step() dispatches on state_ and each handler returns
 // kProgress (call again), kWait (an event or timer will call drive()) or kDone.
 
 #include "server/client_conn.h"
 
-#include <fmt/format.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -17,14 +17,20 @@
 namespace sluice::server {
 
 ClientConn::ClientConn(Worker& w, int fd, const io::SockAddr& peer, uint16_t local_port,
-                       ConnCounter* cap)
-    : w_(w), fd_(fd), peer_ip_(peer.ip_text()), local_port_(local_port), cap_(cap) {
+                       ConnCounter* cap, ListenerKind kind)
+    : w_(w),
+      fd_(fd),
+      peer_ip_(peer.ip_text()),
+      local_port_(local_port),
+      cap_(cap),
+      admin_port_(kind == ListenerKind::kAdmin) {
   w_.idle_add(this);
   peer_addr_ = router::ip_from_sockaddr(peer.get());
   arm_timer(w_.settings().header_timeout_ms);
 }
 
 ClientConn::~ClientConn() {
+  forget_admin();
   if (up_) {
     up_->owner = nullptr;
     w_.loop().retire(std::move(up_));
@@ -88,6 +94,10 @@ ClientConn::Step ClientConn::step() {
       return read_response_head();
     case State::kSendResponse:
       return send_response();
+    case State::kAdminBody:
+      return read_admin_body();
+    case State::kAdminWait:
+      return Step::kWait;  // pipelined bytes stay buffered until the answer is written
     case State::kLocalReply:
       return write_local_reply();
     case State::kLinger:
@@ -167,42 +177,6 @@ ClientConn::Step ClientConn::read_head() {
   return s;
 }
 
-void ClientConn::local_reply(int status, std::string_view body, bool close) {
-  if (!ex_) {
-    ex_ = w_.take_exchange();
-  }
-  release_upstream(false);
-  snap_.reset();
-  if (close || !req_body_done_ || w_.draining()) {
-    keep_alive_ = false;
-  }
-  // Closing with request bytes still unread: drain them first, or the kernel's reset could
-  // destroy our answer before the client reads it.
-  linger_after_ = close || !req_body_done_;
-  std::string_view reason = status_reason(status);
-  std::string body_text(body);
-  if (body.empty() && status >= 400) {
-    body_text = fmt::format("{{\"error_msg\":\"{} {}\"}}\n", status, reason);
-  }
-  ex_->out_head.clear();
-  fmt::format_to(std::back_inserter(ex_->out_head), "HTTP/1.1 {} {}\r\n{}Date: {}\r\n", status,
-                 reason, w_.settings().server_header, w_.http_date());
-  if (!body_text.empty()) {
-    ex_->out_head += body_text.front() == '{' ? "Content-Type: application/json\r\n"
-                                              : "Content-Type: text/plain\r\n";
-  }
-  fmt::format_to(std::back_inserter(ex_->out_head), "Content-Length: {}\r\n", body_text.size());
-  ex_->out_head += keep_alive_ ? (client_http10_ ? "Connection: keep-alive\r\n\r\n" : "\r\n")
-                               : "Connection: close\r\n\r\n";
-  if (method_ != http::Method::kHead) {
-    ex_->out_head += body_text;
-  }
-  out_.clear();
-  out_.add(ex_->out_head);
-  state_ = State::kLocalReply;
-  arm_timer(w_.settings().send_timeout_ms);
-}
-
 ClientConn::Step ClientConn::flush_out() {
   if (!wr_ready_) {
     return Step::kWait;
@@ -260,6 +234,7 @@ ClientConn::Step ClientConn::linger() {
 
 void ClientConn::next_request() {
   state_ = State::kReadHead;
+  admin_.reset();  // an admin answer's body was sent from it
   req_body_ = http::BodyKind::kNone;
   req_body_done_ = true;
   sent_continue_ = false;
@@ -317,6 +292,9 @@ void ClientConn::handle_timeout() {
     case State::kReadResponse:
       upstream_failed(504, "read timeout");
       return;
+    case State::kAdminWait:
+      admin_timed_out();
+      return;
     default:
       close_now();
       return;
@@ -324,44 +302,10 @@ void ClientConn::handle_timeout() {
 }
 
 void ClientConn::close_now() {
+  forget_admin();
   io::TimerQueue::cancel(timer_);
   release_upstream(false);
   state_ = State::kClosed;
-}
-
-std::string_view status_reason(int status) {
-  switch (status) {
-    case 100:
-      return "Continue";
-    case 200:
-      return "OK";
-    case 400:
-      return "Bad Request";
-    case 404:
-      return "Not Found";
-    case 408:
-      return "Request Timeout";
-    case 413:
-      return "Request Entity Too Large";
-    case 414:
-      return "Request-URI Too Large";
-    case 431:
-      return "Request Header Fields Too Large";
-    case 500:
-      return "Internal Server Error";
-    case 501:
-      return "Not Implemented";
-    case 502:
-      return "Bad Gateway";
-    case 503:
-      return "Service Temporarily Unavailable";
-    case 504:
-      return "Gateway Time-out";
-    case 505:
-      return "HTTP Version Not Supported";
-    default:
-      return "Unknown";
-  }
 }
 
 }  // namespace sluice::server

@@ -2,7 +2,8 @@
 // One client connection and the exchange in flight on it: parse a request head, route it,
 // forward it to an upstream node over a pooled connection, and stream the response back,
 // with backpressure both ways. Requests on one connection are served one at a time, so
-// pipelined responses leave in order.
+// pipelined responses leave in order. Admin API requests are read whole and handed to the
+// control thread instead (admin_exchange.cc).
 
 #include <cstdint>
 #include <memory>
@@ -19,6 +20,7 @@
 #include "router/ip.h"
 #include "server/conn_limits.h"
 #include "server/exchange.h"
+#include "server/listener.h"
 #include "snapshot/snapshot.h"
 
 namespace sluice::server {
@@ -31,7 +33,8 @@ std::string_view status_reason(int status);
 // Thread: worker
 class ClientConn : public io::IoHandler, public proxy::UpstreamOwner {
  public:
-  ClientConn(Worker& w, int fd, const io::SockAddr& peer, uint16_t local_port, ConnCounter* cap);
+  ClientConn(Worker& w, int fd, const io::SockAddr& peer, uint16_t local_port, ConnCounter* cap,
+             ListenerKind kind = ListenerKind::kProxy);
   ~ClientConn() override;
 
   void on_io(uint32_t events) override;
@@ -47,6 +50,8 @@ class ClientConn : public io::IoHandler, public proxy::UpstreamOwner {
   bool idle = false;
   // Closes an idle connection to make room for a new one.
   void evict();
+  // The control thread's answer to the submitted admin request (Worker::on_admin_reply).
+  void on_admin_reply(AdminResponse resp);
 
  private:
   enum class State {
@@ -55,7 +60,9 @@ class ClientConn : public io::IoHandler, public proxy::UpstreamOwner {
     kSendRequest,   // request head/body going upstream
     kReadResponse,  // waiting for the upstream's response head
     kSendResponse,  // response streaming to the client
-    kLocalReply,    // a gateway-made response is being written
+    kAdminBody,     // an admin request's body is being read whole
+    kAdminWait,     // an admin request is with the control thread; nothing is read
+    kLocalReply,    // a gateway-made (or admin) response is being written
     kLinger,        // rejected: draining the client's leftover bytes before closing
     kClosed,
   };
@@ -84,6 +91,18 @@ class ClientConn : public io::IoHandler, public proxy::UpstreamOwner {
   void upstream_failed(int status, const char* why);
   bool can_retry_idle_failure() const;
   void local_reply(int status, std::string_view body, bool close);
+  // Starts any gateway-made response: builds status line, Server, Date, Content-Type (when
+  // not empty), `extra_headers` (complete lines), Content-Length and the keep-alive verdict
+  // into ex_->out_head and empties out_. The caller then queues the head and, when this
+  // returns true (not HEAD, not 1xx/204/304), the `body_len` bytes of body.
+  bool reply_head(int status, std::string_view content_type, std::string_view extra_headers,
+                  size_t body_len, bool close);
+  // The admin path (admin_exchange.cc).
+  void start_admin();
+  Step read_admin_body();
+  void submit_admin();
+  void admin_timed_out();
+  void forget_admin();
   void next_request();
   void go_idle();
   // Writes out_ to the client: kDone when all is sent, kWait when the socket is full,
@@ -103,6 +122,7 @@ class ClientConn : public io::IoHandler, public proxy::UpstreamOwner {
   router::IpAddr peer_addr_;
   uint16_t local_port_;
   ConnCounter* cap_;
+  bool admin_port_;  // accepted on an admin listener: every request goes to the Admin API
   State state_ = State::kReadHead;
   bool rd_ready_ = true;
   bool wr_ready_ = true;
@@ -131,6 +151,8 @@ class ClientConn : public io::IoHandler, public proxy::UpstreamOwner {
   bool up_piece_ = false;      // up_out holds a body piece (chunk header buffer in use)
   size_t host_offset_ = 0;     // where the Host line goes in up_head
   size_t host_len_ = 0;
+
+  std::unique_ptr<AdminExchange> admin_;  // only while an admin request is in flight
 
   // The upstream side.
   std::unique_ptr<proxy::UpstreamConn> up_;

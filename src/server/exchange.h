@@ -3,11 +3,14 @@
 // Taken from the worker's free list when a request's first byte arrives and given back when
 // the connection goes idle, so an idle keep-alive connection holds none of it.
 
+#include <cstdint>
 #include <string>
+#include <string_view>
 
 #include "codec/h1/chunked.h"
 #include "http/message.h"
 #include "io/outbox.h"
+#include "server/admin_hook.h"
 
 namespace sluice::server {
 
@@ -24,6 +27,18 @@ struct Exchange {
   h1::ChunkedDecoder resp_chunked;
   char up_chunk_hdr[24];
   char chunk_hdr[24];
+};
+
+// The interim answer to `Expect: 100-continue`, sent by the gateway itself.
+inline constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
+
+// An Admin API request on a client connection: the request being read, then the answer being
+// written. Allocated per admin request only, so proxied requests never pay for it.
+// Thread: worker
+struct AdminExchange {
+  AdminRequest req;
+  AdminResponse resp;
+  uint64_t wait_id = 0;  // Worker::admin_wait id while submitted; 0 otherwise
 };
 
 }  // namespace sluice::server

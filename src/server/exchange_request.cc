@@ -15,8 +15,6 @@ namespace sluice::server {
 
 namespace {
 
-constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
-
 // Headers the gateway sets itself or regenerates.
 bool replaced_upstream(std::string_view n) {
   switch (n.size()) {
@@ -61,6 +59,11 @@ void ClientConn::start_exchange() {
   response_started_ = false;
   retried_idle_ = false;
   tried_ = 0;
+  // The one branch the Admin API costs a proxied request (a prefix compare when enabled).
+  if (admin_port_ || (w_.settings().admin && is_admin_path(ex_->req.path))) [[unlikely]] {
+    start_admin();
+    return;
+  }
 
   snap_ = w_.snapshot();
   const router::RouteSpec* spec = nullptr;

@@ -12,7 +12,8 @@
 
 namespace sluice::server {
 
-Listener::Listener(Worker& w, int fd, ConnCounter* cap) : w_(w), fd_(fd), port_(0), cap_(cap) {
+Listener::Listener(Worker& w, int fd, ConnCounter* cap, ListenerKind kind)
+    : w_(w), fd_(fd), port_(0), cap_(cap), kind_(kind) {
   io::SockAddr local;
   local.len = sizeof(local.storage);
   if (getsockname(fd, reinterpret_cast<sockaddr*>(&local.storage), &local.len) == 0) {
@@ -38,7 +39,7 @@ void Listener::on_io(uint32_t events) {
       return;
     }
     io::set_nodelay(fd);
-    w_.accept_client(fd, peer, port_, cap_);
+    w_.accept_client(fd, peer, port_, cap_, kind_);
   }
 }
 

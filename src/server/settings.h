@@ -2,9 +2,11 @@
 // Client-facing limits and timeouts, fixed when the workers start.
 
 #include <cstdint>
+#include <memory>
 #include <string>
 
 #include "codec/h1/parser.h"
+#include "server/admin_hook.h"
 
 namespace sluice::server {
 
@@ -21,6 +23,11 @@ struct Settings {
   std::string server_header;            // "Server: sluice/x.y.z\r\n", or empty
   size_t read_buffer = 16384;
   size_t max_read_buffer = 65536;  // head limit plus slack
+  // The Admin API's control-thread side. Null: no Admin API; no admin listener may be added
+  // and /apisix/admin on a proxy port is routed like any other path.
+  std::shared_ptr<AdminHandler> admin;
+  // How long a connection waits for the admin handler's answer before a 504 and close.
+  uint32_t admin_reply_timeout_ms = 60000;
 };
 
 }  // namespace sluice::server

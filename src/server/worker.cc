@@ -22,8 +22,13 @@ Worker::~Worker() {
   loop_.bury();
 }
 
-void Worker::add_listener(int fd, ConnCounter* cap) {
-  listeners_.push_back(std::make_unique<Listener>(*this, fd, cap));
+void Worker::add_listener(int fd, ConnCounter* cap, ListenerKind kind) {
+  if (kind == ListenerKind::kAdmin && !settings_->admin) {
+    SLUICE_LOG(kError, "worker {}: admin listener without an Admin API handler; closed", id_);
+    ::close(fd);
+    return;
+  }
+  listeners_.push_back(std::make_unique<Listener>(*this, fd, cap, kind));
   loop_.add(fd, listeners_.back().get(), EPOLLIN | EPOLLET);
 }
 
@@ -92,8 +97,8 @@ void Worker::maybe_finish_drain() {
 
 upstream::RoundRobin& Worker::cursor(const upstream::Upstream& up) { return cursors_[up.index]; }
 
-void Worker::accept_client(int fd, const io::SockAddr& peer, uint16_t local_port,
-                           ConnCounter* cap) {
+void Worker::accept_client(int fd, const io::SockAddr& peer, uint16_t local_port, ConnCounter* cap,
+                           ListenerKind kind) {
   if (draining_) {
     ::close(fd);
     return;
@@ -106,7 +111,7 @@ void Worker::accept_client(int fd, const io::SockAddr& peer, uint16_t local_port
   if (cap != nullptr) {
     cap->open.fetch_add(1, std::memory_order_relaxed);
   }
-  auto conn = std::make_unique<ClientConn>(*this, fd, peer, local_port, cap);
+  auto conn = std::make_unique<ClientConn>(*this, fd, peer, local_port, cap, kind);
   ClientConn* raw = conn.get();
   clients_.emplace(raw, std::move(conn));
   loop_.add(fd, raw);
@@ -185,6 +190,32 @@ void Worker::close_client(ClientConn* c) {
   loop_.retire(std::move(it->second));
   clients_.erase(it);
   maybe_finish_drain();
+}
+
+uint64_t Worker::admin_wait(ClientConn* c) {
+  uint64_t id = next_admin_id_++;
+  admin_waiting_.emplace(id, c);
+  return id;
+}
+
+void Worker::admin_forget(uint64_t id) { admin_waiting_.erase(id); }
+
+std::function<void(AdminResponse)> Worker::admin_replier(uint64_t id) {
+  // Only `this` and the id are captured: the connection may be gone when the answer comes.
+  return [this, id](AdminResponse resp) {
+    loop_.post(
+        [this, id, resp = std::move(resp)]() mutable { on_admin_reply(id, std::move(resp)); });
+  };
+}
+
+void Worker::on_admin_reply(uint64_t id, AdminResponse resp) {
+  auto it = admin_waiting_.find(id);
+  if (it == admin_waiting_.end()) {
+    return;  // the connection closed or timed out meanwhile
+  }
+  ClientConn* c = it->second;
+  admin_waiting_.erase(it);
+  c->on_admin_reply(std::move(resp));
 }
 
 namespace {

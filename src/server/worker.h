@@ -4,6 +4,7 @@
 // talks to it only through EventLoop::post.
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <unordered_map>
@@ -13,6 +14,7 @@
 #include "proxy/pool.h"
 #include "server/conn_limits.h"
 #include "server/exchange.h"
+#include "server/listener.h"
 #include "server/settings.h"
 #include "snapshot/snapshot.h"
 #include "upstream/balancer.h"
@@ -20,7 +22,6 @@
 namespace sluice::server {
 
 class ClientConn;
-class Listener;
 
 // Thread: worker (constructed on the control thread before the loop runs)
 class Worker {
@@ -29,7 +30,8 @@ class Worker {
   ~Worker();
 
   // Adopts a listening socket (before run()); `cap` counts its connections across workers.
-  void add_listener(int fd, ConnCounter* cap);
+  // An admin listener needs Settings::admin; without it the socket is closed and refused.
+  void add_listener(int fd, ConnCounter* cap, ListenerKind kind = ListenerKind::kProxy);
   // Runs the loop until drained or stopped.
   void run();
 
@@ -46,7 +48,15 @@ class Worker {
   upstream::RoundRobin& cursor(const upstream::Upstream& up);
   proxy::Pool& pool() { return pool_; }
   bool draining() const { return draining_; }
-  void accept_client(int fd, const io::SockAddr& peer, uint16_t local_port, ConnCounter* cap);
+  void accept_client(int fd, const io::SockAddr& peer, uint16_t local_port, ConnCounter* cap,
+                     ListenerKind kind);
+  // Connections waiting for an Admin API answer, by an id unique within this worker, so an
+  // answer that arrives after its connection died finds nothing and is dropped.
+  uint64_t admin_wait(ClientConn* c);
+  void admin_forget(uint64_t id);
+  // Thread: any. Returns the `reply` callback for AdminHandler::submit (see admin_hook.h for
+  // the lifetime contract): it posts the answer onto this worker's loop.
+  std::function<void(AdminResponse)> admin_replier(uint64_t id);
   // Idle connections (no request in progress), oldest first: the first to go at a cap.
   void idle_add(ClientConn* c);
   void idle_remove(ClientConn* c);
@@ -67,6 +77,7 @@ class Worker {
   bool at_cap(const ConnCounter* cap) const;
   bool make_room(const ConnCounter* cap);
   static void shed(int fd);
+  void on_admin_reply(uint64_t id, AdminResponse resp);
 
   int id_;
   std::shared_ptr<const Settings> settings_;
@@ -78,6 +89,9 @@ class Worker {
   std::vector<upstream::RoundRobin> cursors_;  // by Upstream::index of snapshot_
   proxy::Pool pool_;
   std::vector<std::unique_ptr<Listener>> listeners_;
+  // Declared before clients_: a connection's destructor unregisters itself from it.
+  std::unordered_map<uint64_t, ClientConn*> admin_waiting_;
+  uint64_t next_admin_id_ = 1;  // 0 means "not waiting"
   std::unordered_map<ClientConn*, std::unique_ptr<ClientConn>> clients_;
   bool draining_ = false;
   io::Timer drain_timer_{&Worker::on_drain_deadline, this};

@@ -73,6 +73,9 @@ def _finish_gateway(gw, check_exit):
 def make_gateway(tmp_path, make_upstream):
     """Factory: make_gateway(routes=[...], workers=1, start=True, ...) -> Gateway.
 
+    make_gateway(admin=True, ...) makes an embedded-store gateway with the Admin API instead
+    (see harness.Gateway for admin_keys, admin_listen, allow_admin, data_dir).
+
     Teardown sends SIGTERM by PID and checks the exit code is 0 (pass check_exit=False to
     skip that for a test that leaves the gateway in a state where 0 is not expected).
     Depends on make_upstream so that gateways stop before the upstreams they proxy to.
@@ -89,6 +92,13 @@ def make_gateway(tmp_path, make_upstream):
     yield make
     for gw, check_exit in gws:
         _finish_gateway(gw, check_exit)
+
+
+@pytest.fixture
+def admin_gw(make_gateway):
+    """A running gateway (2 workers) in embedded mode: an empty store, the Admin API on a
+    free port, an admin key (admin_gw.admin_key) and a viewer key (admin_gw.viewer_key)."""
+    return make_gateway(admin=True, workers=2)
 
 
 @pytest.fixture

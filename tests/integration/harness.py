@@ -7,6 +7,7 @@ ports or fixed paths, so several runs can share a machine.
 import json
 import os
 import re
+import secrets
 import signal
 import socket
 import subprocess
@@ -20,6 +21,11 @@ REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 SLUICE_BIN = os.environ.get("SLUICE_BIN", os.path.join(REPO, "build", "sluice"))
 READY_TIMEOUT = float(os.environ.get("SLUICE_READY_TIMEOUT", "10"))
 NOT_FOUND_BODY = b'{"error_msg":"404 Route Not Found"}\n'
+# The APISIX 2.x default admin key (CVE-2020-13945); Sluice's built-in default.
+WELL_KNOWN_ADMIN_KEY = "edd1c9f034335f136f87ad84b625c8f1"
+ADMIN_PREFIX = "/apisix/admin"
+OMIT = type("Omit", (), {"__repr__": lambda self: "OMIT"})()  # "leave this key out"
+DEFAULT = type("Default", (), {"__repr__": lambda self: "DEFAULT"})()  # "the usual value"
 
 
 # --------------------------------------------------------------------------- ports
@@ -392,6 +398,59 @@ def run_wrk(url, threads=2, conns=16, duration=5, timeout_s=2, extra=()):
     return res
 
 
+class WrkRun:
+    """A wrk run in the background (start_wrk); stop() ends it early with SIGINT, which makes
+    wrk print its summary (and run the reporter) as if the duration had run out."""
+
+    def __init__(self, url, threads=2, conns=16, duration=60, timeout_s=2, extra=()):
+        self._dir = tempfile.TemporaryDirectory(prefix="sluice-wrk-")
+        script = os.path.join(self._dir.name, "report.lua")
+        with open(script, "w") as f:
+            f.write(WRK_SCRIPT)
+        self.out_path = os.path.join(self._dir.name, "out")
+        self._out = open(self.out_path, "w")
+        cmd = ["wrk", "-t%d" % threads, "-c%d" % conns, "-d%ds" % duration,
+               "--timeout", "%ds" % timeout_s, "-s", script] + list(extra) + [url]
+        self.proc = subprocess.Popen(cmd, stdout=self._out, stderr=subprocess.STDOUT,
+                                     stdin=subprocess.DEVNULL)
+        self.duration = duration
+
+    def running(self):
+        return self.proc.poll() is None
+
+    def stop(self):
+        """Stops wrk (SIGINT to its PID) and returns the counters as run_wrk does."""
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGINT)
+        try:
+            self.proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+        self._out.close()
+        with open(self.out_path) as f:
+            out = f.read()
+        self._dir.cleanup()
+        return parse_wrk(out, self.proc.returncode)
+
+
+def start_wrk(url, **kw):
+    return WrkRun(url, **kw)
+
+
+def parse_wrk(out, rc):
+    m = re.search(r"SLUICE_WRK requests=(\d+) non2xx=(\d+) connect=(\d+) read=(\d+) "
+                  r"write=(\d+) status=(\d+) timeout=(\d+) duration_us=(\d+)", out)
+    if not m:
+        raise AssertionError("could not parse wrk output (rc=%s):\n%s" % (rc, out))
+    keys = ["requests", "non2xx", "connect", "read", "write", "status", "timeout", "duration_us"]
+    res = dict(zip(keys, map(int, m.groups())))
+    res["statuses"] = re.search(r"SLUICE_WRK_STATUSES(.*)", out).group(1).strip()
+    res["output"] = out
+    res["rc"] = rc
+    return res
+
+
 # --------------------------------------------------------------------------- streaming helpers
 
 
@@ -453,13 +512,30 @@ class Gateway:
     """One `sluice run` process with its own config directory and ports.
 
     gw = Gateway(tmpdir, routes=[...]); gw.start(); ...; gw.stop()
+
+    By default the gateway serves a standalone apisix.yaml (deployment.role data_plane,
+    config_provider yaml). With admin=True it is a traditional node with the embedded store
+    and the Admin API instead:
+
+        gw = Gateway(tmpdir, admin=True); gw.start()
+        gw.admin("PUT", "/routes/1", {...})          # -> AdminResult
+        gw.restart() / gw.kill9(); gw.start()        # same data_dir, same ports
+
+    admin_keys: None = an admin key and a viewer key made up for this gateway
+    (gw.admin_key, gw.viewer_key); OMIT = no deployment.admin.admin_key at all (the built-in
+    default, the well-known key); or a list of {name, key, role}. admin_listen: {ip, port}
+    (default 127.0.0.1 and a free port; gw.admin_port). allow_admin: default
+    ["127.0.0.0/24"]; OMIT leaves the key out. data_dir: default <workdir>/data written as
+    sluice.data_dir; OMIT leaves the key out (Sluice's default: `data` beside config.yaml,
+    which is the same directory).
     """
 
     PROBE_ID = "__sluice_probe"
 
     def __init__(self, workdir, routes=(), services=(), upstreams=(), workers=1,
                  listen=None, graceful_shutdown_timeout=5, log_level="info",
-                 config=None, env=None, probe=True, binary=None):
+                 config=None, env=None, probe=True, binary=None, admin=False,
+                 admin_keys=None, admin_listen=None, allow_admin=None, data_dir=None):
         self.dir = str(workdir)
         os.makedirs(self.dir, exist_ok=True)
         self.binary = binary or SLUICE_BIN
@@ -484,6 +560,34 @@ class Gateway:
         self.proc = None
         self.exit_code = None
         self._log = None
+        self.admin_enabled = admin
+        self.admin_key = self.viewer_key = None
+        self.admin_port = None
+        if admin:
+            self.probe = False  # nothing reads apisix.yaml in embedded mode
+            if admin_keys is None:
+                self.admin_key = "adm-" + secrets.token_hex(14)
+                self.viewer_key = "vwr-" + secrets.token_hex(14)
+                admin_keys = [{"name": "admin", "key": self.admin_key, "role": "admin"},
+                              {"name": "viewer", "key": self.viewer_key, "role": "viewer"}]
+            elif admin_keys is OMIT:
+                self.admin_key = WELL_KNOWN_ADMIN_KEY
+            else:
+                for k in admin_keys:
+                    if k.get("role") == "admin" and self.admin_key is None:
+                        self.admin_key = k["key"]
+                    if k.get("role") == "viewer" and self.viewer_key is None:
+                        self.viewer_key = k["key"]
+            self.admin_keys = admin_keys
+            if admin_listen is None:
+                admin_listen = {"ip": "127.0.0.1", "port": free_port()}
+            self.admin_listen = admin_listen
+            self.admin_port = admin_listen["port"]
+            self.allow_admin = ["127.0.0.0/24"] if allow_admin is None else allow_admin
+            self.data_dir_setting = os.path.join(self.dir, "data") if data_dir is None \
+                else data_dir
+            self.data_dir = os.path.join(self.dir, "data") if data_dir in (None, OMIT) \
+                else str(data_dir)
 
     # ---- files
 
@@ -502,6 +606,19 @@ class Gateway:
                 "role_data_plane": {"config_provider": "yaml"},
             },
         }
+        if self.admin_enabled:
+            admin = {"admin_listen": self.admin_listen}
+            if self.admin_keys is not OMIT:
+                admin["admin_key"] = self.admin_keys
+            if self.allow_admin is not OMIT:
+                admin["allow_admin"] = self.allow_admin
+            cfg["deployment"] = {
+                "role": "traditional",
+                "role_traditional": {"config_provider": "embedded"},
+                "admin": admin,
+            }
+            if self.data_dir_setting is not OMIT:
+                cfg["sluice"] = {"data_dir": str(self.data_dir_setting)}
         _deep_merge(cfg, self.extra_config)
         return cfg
 
@@ -554,8 +671,9 @@ class Gateway:
                                "SLUICE_BIN)" % self.binary)
         if write:
             self.write_config()
-            self.generation += 1
-            self.write_apisix_text(self.apisix_text())
+            if not self.admin_enabled:
+                self.generation += 1
+                self.write_apisix_text(self.apisix_text())
         self._log = open(self.log_path, "ab")
         # The working directory is not the config's: apisix.yaml must be found next to
         # config.yaml, not in the cwd.
@@ -575,6 +693,19 @@ class Gateway:
             if not wait_port(port, timeout=max(0.1, deadline - time.monotonic()),
                              proc=self.proc):
                 self._fail_start("port %d not accepting" % port)
+        if self.admin_enabled:
+            if not wait_port(self.admin_port, timeout=max(0.1, deadline - time.monotonic()),
+                             proc=self.proc):
+                self._fail_start("admin port %d not accepting" % self.admin_port)
+            while True:  # the Admin API answers (any status: the key may be refused)
+                try:
+                    http(self.admin_port, "GET", "/apisix/admin/routes", timeout=3)
+                    break
+                except (OSError, EOFError, ValueError):
+                    if time.monotonic() > deadline or not self.alive():
+                        self._fail_start("admin API on port %d does not answer"
+                                         % self.admin_port)
+                    time.sleep(0.05)
         if self.probe and not self.wait_probe(self.generation,
                                               deadline - time.monotonic()):
             self._fail_start("probe route %s never matched" % self.probe_path())
@@ -625,6 +756,43 @@ class Gateway:
             self._log.close()
             self._log = None
         return self.exit_code
+
+    def kill9(self):
+        """SIGKILL by PID (no cleanup runs in the gateway), then reaps it."""
+        if self.proc is None:
+            return None
+        if self.proc.poll() is None:
+            os.kill(self.proc.pid, signal.SIGKILL)
+        self.exit_code = self.proc.wait()
+        if self._log:
+            self._log.close()
+            self._log = None
+        return self.exit_code
+
+    def restart(self, sig=None):
+        """Stops (SIGTERM) and starts again with the same config, ports and data_dir."""
+        rc = self.stop(sig=sig)
+        self.start()
+        return rc
+
+    # ---- Admin API (admin=True)
+
+    def admin(self, method, path, body=None, key=DEFAULT, headers=(), raw_body=None,
+              port=None, timeout=15):
+        """One Admin API request on a fresh connection; returns an AdminResult.
+
+        path: "/routes/1" (prefixed with /apisix/admin) or a full "/apisix/..." target, query
+        string included. body: any JSON value (serialised); raw_body: bytes sent as they are.
+        key: DEFAULT = gw.admin_key in X-API-KEY; None = no key header.
+        port: default the admin port (pass gw.port for the proxy port)."""
+        return admin_request(port or self.admin_port, method, path, body=body,
+                             key=self.admin_key if key is DEFAULT else key,
+                             headers=headers, raw_body=raw_body, timeout=timeout)
+
+    def admin_client(self, key=DEFAULT, port=None):
+        """A keep-alive AdminClient (for loops of many requests)."""
+        return AdminClient(port or self.admin_port,
+                           key=self.admin_key if key is DEFAULT else key)
 
     def log_text(self):
         try:
@@ -699,6 +867,160 @@ class Gateway:
 
     def url(self, path="/", port=None):
         return "http://127.0.0.1:%d%s" % (port or self.port, path)
+
+
+# --------------------------------------------------------------------------- Admin API
+
+
+
+class AdminResult:
+    """An Admin API answer. Unpacks as (status, headers, data): data is the parsed JSON body,
+    or the raw bytes when the body is not JSON."""
+
+    def __init__(self, resp):
+        self.resp = resp
+        self.status = resp.status
+        self.headers = resp.headers
+        self.body = resp.body
+        try:
+            self.json = json.loads(resp.body) if resp.body else None
+            self.is_json = bool(resp.body)
+        except ValueError:
+            self.json = None
+            self.is_json = False
+
+    @property
+    def data(self):
+        return self.json if self.is_json else self.body
+
+    def header(self, name):
+        return self.resp.header(name)
+
+    @property
+    def error_msg(self):
+        return self.json.get("error_msg") if isinstance(self.json, dict) else None
+
+    @property
+    def value(self):
+        return self.json.get("value") if isinstance(self.json, dict) else None
+
+    def __iter__(self):
+        return iter((self.status, self.headers, self.data))
+
+    def __repr__(self):
+        return "<AdminResult %d %r>" % (self.status, self.body[:600])
+
+
+def admin_target(path):
+    return path if path.startswith("/apisix/") else ADMIN_PREFIX + path
+
+
+def _admin_request_bytes(method, path, body, key, headers, raw_body, keep_alive):
+    hdrs = list(headers.items()) if isinstance(headers, dict) else list(headers)
+    if key is not None:
+        hdrs.append(("X-API-KEY", key))
+    data = raw_body
+    if data is None and body is not None:
+        data = json.dumps(body).encode()
+    if data is not None and not any(k.lower() == "content-type" for k, _ in hdrs):
+        hdrs.append(("Content-Type", "application/json"))
+    if not keep_alive:
+        hdrs.append(("Connection", "close"))
+    if data is None and method in ("PUT", "POST", "PATCH"):
+        data = b""
+    return build_request(method, admin_target(path), hdrs, data)
+
+
+def admin_request(port, method, path, body=None, key=None, headers=(), raw_body=None,
+                  timeout=15):
+    with Client(port, timeout=timeout) as c:
+        c.send(_admin_request_bytes(method, path, body, key, headers, raw_body, False))
+        return AdminResult(c.read_response(method))
+
+
+class AdminClient:
+    """Admin API requests over one keep-alive connection (reopened when the server closes
+    it). A request that fails on the wire raises; it is never retried."""
+
+    def __init__(self, port, key=None, timeout=15):
+        self.port = port
+        self.key = key
+        self.timeout = timeout
+        self.conn = None
+
+    def request(self, method, path, body=None, key=DEFAULT, headers=(), raw_body=None):
+        if self.conn is None:
+            self.conn = Client(self.port, timeout=self.timeout)
+        try:
+            self.conn.send(_admin_request_bytes(method, path, body,
+                                                self.key if key is DEFAULT else key,
+                                                headers, raw_body, True))
+            resp = self.conn.read_response(method)
+        except Exception:
+            self.close()
+            raise
+        if (resp.header("connection") or "").lower() == "close":
+            self.close()
+        return AdminResult(resp)
+
+    def close(self):
+        if self.conn is not None:
+            self.conn.close()
+            self.conn = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+def admin_upstream(*ups, **extra):
+    """An upstream object (round-robin, weight 1) for FakeUpstreams or 'host:port' strings."""
+    u = {"type": "roundrobin", "nodes": upstream_nodes(*ups)}
+    u.update(extra)
+    return u
+
+
+def admin_route(uri, *ups, **extra):
+    """A route body for the Admin API (no id: the URL carries it)."""
+    r = {"uris" if isinstance(uri, list) else "uri": uri}
+    if ups:
+        r["upstream"] = admin_upstream(*ups)
+    r.update(extra)
+    return r
+
+
+def expect_error(res, status, prefix=None, contains=()):
+    """Asserts an APISIX-style error answer: the status, a JSON body whose error_msg starts
+    with prefix, and a body ending with a newline."""
+    assert res.status == status, "expected %d, got %r" % (status, res)
+    assert isinstance(res.json, dict) and isinstance(res.error_msg, str), \
+        "expected a JSON body with error_msg, got %r" % (res,)
+    if prefix is not None:
+        assert res.error_msg.startswith(prefix), \
+            "error_msg %r does not start with %r" % (res.error_msg, prefix)
+    for word in ([contains] if isinstance(contains, str) else contains):
+        assert word in res.error_msg, "error_msg %r does not name %r" % (res.error_msg, word)
+    assert res.body.endswith(b"\n"), "error body does not end with a newline: %r" % res.body
+    return res
+
+
+def sorted_list(res_json):
+    """A v3 list answer with its items in key order (the API does not promise an order)."""
+    out = dict(res_json)
+    out["list"] = sorted(out.get("list") or [], key=lambda item: item.get("key", ""))
+    return out
+
+
+def wait_until(predicate, timeout=5.0, interval=0.05):
+    """Polls predicate() until it returns something true; returns its last value."""
+    deadline = time.monotonic() + timeout
+    while True:
+        v = predicate()
+        if v or time.monotonic() > deadline:
+            return v
+        time.sleep(interval)
 
 
 def _deep_merge(dst, src):

@@ -29,7 +29,14 @@ TEST(GatewayConfig, EmptyFileIsAllDefaults) {
     EXPECT_EQ(c.worker_processes, 0);
     EXPECT_EQ(c.error_log_level, common::LogLevel::kWarn);
     EXPECT_EQ(c.role, "traditional");
-    EXPECT_EQ(c.config_provider, ConfigProvider::kYaml);
+    EXPECT_EQ(c.config_provider, ConfigProvider::kEmbedded);
+    EXPECT_EQ(c.data_dir, "/etc/sluice/data");
+    EXPECT_TRUE(c.admin.enabled);
+    EXPECT_EQ(c.admin.listen.ip, "127.0.0.1");
+    EXPECT_EQ(c.admin.listen.port, 9180);
+    ASSERT_EQ(c.admin.keys.size(), 1u);
+    EXPECT_EQ(c.admin.keys[0].key, kWellKnownAdminKey);
+    EXPECT_EQ(c.admin.allow, (std::vector<std::string>{"127.0.0.0/24", "::1/128"}));
     EXPECT_TRUE(c.server_tokens);
     EXPECT_EQ(c.client_max_body_size, 0u);
     EXPECT_EQ(c.standalone_path, "/etc/sluice/apisix.yaml");
@@ -198,7 +205,6 @@ plugin_attr:
           "config.yaml: apisix.enable_admin is not supported yet and is ignored",
           "config.yaml: apisix.node_listen[0].enable_http2 is not supported yet and is ignored",
           "config.yaml: apisix.ssl is not supported yet and is ignored",
-          "config.yaml: deployment.admin is not supported yet and is ignored",
           "config.yaml: deployment.etcd is not supported yet and is ignored",
           "config.yaml: nginx_config.error_log is not supported yet and is ignored",
           "config.yaml: nginx_config.http.enable_access_log is not supported yet and is ignored",
@@ -291,9 +297,62 @@ TEST(GatewayConfig, ShippedConfigYamlParses) {
   EXPECT_EQ(r->node_listen[0].port, 9080);
   EXPECT_EQ(r->worker_processes, 0);
   EXPECT_EQ(r->error_log_level, common::LogLevel::kWarn);
-  EXPECT_EQ(r->role, "data_plane");
-  EXPECT_EQ(r->config_provider, ConfigProvider::kYaml);
+  EXPECT_EQ(r->role, "traditional");
+  EXPECT_EQ(r->config_provider, ConfigProvider::kEmbedded);
+  EXPECT_EQ(r->data_dir, dir.string() + "/../data");
+  EXPECT_EQ(r->admin.listen.port, 9180);
   EXPECT_EQ(r->standalone_path, dir.string() + "/apisix.yaml");
+}
+
+TEST(GatewayConfig, AdminSection) {
+  GatewayConfig c = parse_ok(R"(
+deployment:
+  role: traditional
+  admin:
+    enable_admin: true
+    admin_key_required: true
+    admin_listen: {ip: 0.0.0.0, port: 9999}
+    admin_key:
+      - {name: a, key: k1, role: admin}
+      - {name: v, key: k2, role: viewer}
+    allow_admin: [10.0.0.0/8]
+sluice:
+  data_dir: /var/lib/sluice
+)");
+  EXPECT_EQ(c.config_provider, ConfigProvider::kEmbedded);
+  EXPECT_EQ(c.admin.listen.ip, "0.0.0.0");
+  EXPECT_EQ(c.admin.listen.port, 9999);
+  ASSERT_EQ(c.admin.keys.size(), 2u);
+  EXPECT_EQ(c.admin.keys[1].key, "k2");
+  EXPECT_EQ(c.admin.keys[1].role, AdminRole::kViewer);
+  EXPECT_EQ(c.admin.allow, std::vector<std::string>{"10.0.0.0/8"});
+  EXPECT_EQ(c.data_dir, "/var/lib/sluice");
+  EXPECT_TRUE(c.warnings.empty());
+  // A data plane without a provider keeps the yaml file.
+  EXPECT_EQ(parse_ok("deployment: {role: data_plane}\n").config_provider, ConfigProvider::kYaml);
+}
+
+TEST(GatewayConfig, AdminSectionErrors) {
+  struct Case {
+    const char* text;
+    const char* error;
+  } cases[] = {
+      {"deployment: {admin: {admin_key: 5}}",
+       "config.yaml: deployment.admin.admin_key: expected a list of {name, key, role}, got 5"},
+      {"deployment: {admin: {admin_key: [{name: a, key: k, role: root}]}}",
+       "config.yaml: deployment.admin.admin_key[0].role: matches none of the enum values"},
+      {"deployment: {admin: {admin_key: [{name: a, role: admin}]}}",
+       "config.yaml: deployment.admin.admin_key[0].key: expected a non-empty key"},
+      {"deployment: {admin: {admin_listen: {port: 0}}}",
+       "config.yaml: deployment.admin.admin_listen.port: expected an integer 1-65535, got 0"},
+      {"sluice: {data_dir: 5}",
+       "config.yaml: sluice.data_dir: wrong type: expected string, got number"},
+  };
+  for (const auto& c : cases) {
+    auto r = parse_gateway_config(c.text, "/etc/sluice");
+    ASSERT_FALSE(r.is_ok()) << c.text;
+    EXPECT_EQ(r.status().message(), c.error);
+  }
 }
 
 }  // namespace

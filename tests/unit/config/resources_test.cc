@@ -48,6 +48,8 @@ TEST(DecodeService, Cases) {
        R"(invalid configuration: property "enable_websocket" validation failed: wrong type: expected boolean, got number)"},
       {R"({"name": 1})", R"(invalid configuration: property "name" validation failed)"},
       {R"(null)", "invalid configuration: wrong type: expected object, got null"},
+      {R"({"plugins": {"p": {}}})", "unknown plugin [p]"},
+      {R"({"plugins": {"p": []}})", "invalid plugin conf [] for plugin [p]"},
   };
   for (const auto& c : cases) {
     SCOPED_TRACE(c.json);
@@ -63,12 +65,12 @@ TEST(DecodeService, Cases) {
 
 TEST(DecodeService, ReadsFields) {
   auto s = decode_service(Json::parse(
-      R"({"id": 2, "hosts": ["a.com"], "plugins": {"p": {}}, "upstream_id": "u",
+      R"({"id": 2, "hosts": ["a.com"], "plugins": {}, "upstream_id": "u",
           "enable_websocket": true})"));
   ASSERT_TRUE(s.is_ok()) << s.status().message();
   EXPECT_EQ(s->id, "2");
   EXPECT_EQ(s->hosts, std::vector<std::string>{"a.com"});
-  EXPECT_TRUE(s->plugins.contains("p"));
+  EXPECT_TRUE(s->plugins.is_object());
   EXPECT_EQ(s->upstream_id, "u");
   EXPECT_TRUE(s->enable_websocket);
   EXPECT_FALSE(s->upstream.has_value());

@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <variant>
 
 namespace sluice::config {
 namespace {
@@ -73,26 +74,86 @@ upstreams:
   EXPECT_EQ(r->upstreams[0].nodes.at(0).port, 1980);
 }
 
-TEST(Standalone, OtherKindsAreAcceptedWithAWarning) {
+TEST(Standalone, StoredKindsAreNamedInAWarning) {
   auto r = parse_standalone(R"(
 consumers:
   - username: jack
 global_rules: []
-plugin_metadata:
-  - id: http-logger
+plugin_metadata: []
 ssls:
 stream_routes: []
-protos: []
+protos:
+  - id: p1
+    content: syntax = "proto3";
 consumer_groups: []
 secrets: []
 plugin_configs: []
 #END
 )");
   ASSERT_TRUE(r.is_ok()) << r.status().message();
-  EXPECT_THAT(r->warnings,
-              ::testing::ElementsAre(
-                  "apisix.yaml: consumers (1 items) are not served yet and are ignored",
-                  "apisix.yaml: plugin_metadata (1 items) are not served yet and are ignored"));
+  EXPECT_THAT(r->warnings, ::testing::ElementsAre(
+                               "apisix.yaml: consumers (1 items) are stored but not served yet",
+                               "apisix.yaml: protos (1 items) are stored but not served yet"));
+}
+
+TEST(Standalone, DecodesEveryStoredKind) {
+  auto r = parse_standalone(R"(
+consumers:
+  - username: jack
+    desc: d
+    group_id: g1
+consumer_groups:
+  - id: g1
+    plugins: {}
+global_rules:
+  - id: 1
+    plugins: {}
+plugin_configs:
+  - id: pc
+    name: n
+    plugins: {}
+stream_routes:
+  - id: s1
+    server_port: 9100
+    upstream:
+      nodes:
+        "127.0.0.1:6379": 1
+protos:
+  - id: 7
+    content: x
+secrets:
+  - id: vault/1
+    uri: http://127.0.0.1:8200
+    prefix: kv/apisix
+    token: t
+  - id: aws/1
+    access_key_id: a
+    secret_access_key: s
+#END
+)");
+  ASSERT_TRUE(r.is_ok()) << r.status().message();
+  ASSERT_EQ(r->consumers.size(), 1u);
+  EXPECT_EQ(r->consumers[0].id, "jack");
+  EXPECT_EQ(r->consumers[0].group_id, "g1");
+  ASSERT_EQ(r->consumer_groups.size(), 1u);
+  EXPECT_TRUE(r->consumer_groups[0].plugins.is_object());
+  ASSERT_EQ(r->global_rules.size(), 1u);
+  EXPECT_EQ(r->global_rules[0].id, "1");
+  ASSERT_EQ(r->plugin_configs.size(), 1u);
+  EXPECT_EQ(r->plugin_configs[0].name, "n");
+  ASSERT_EQ(r->stream_routes.size(), 1u);
+  EXPECT_EQ(r->stream_routes[0].server_port, 9100);
+  ASSERT_TRUE(r->stream_routes[0].upstream.has_value());
+  EXPECT_EQ(r->stream_routes[0].upstream->nodes.at(0).port, 6379);
+  ASSERT_EQ(r->protos.size(), 1u);
+  EXPECT_EQ(r->protos[0].id, "7");
+  ASSERT_EQ(r->secrets.size(), 2u);
+  EXPECT_EQ(r->secrets[0].id, "vault/1");
+  EXPECT_EQ(r->secrets[0].manager, "vault");
+  EXPECT_EQ(std::get<VaultSecretConf>(r->secrets[0].conf).prefix, "kv/apisix");
+  EXPECT_EQ(r->secrets[1].manager, "aws");
+  EXPECT_EQ(std::get<AwsSecretConf>(r->secrets[1].conf).region, "us-east-1");
+  EXPECT_EQ(r->warnings.size(), 7u);
 }
 
 struct ErrorCase {
@@ -123,6 +184,28 @@ TEST(Standalone, Errors) {
       {"routes: [\n#END\n", "apisix.yaml: line "},
       {"upstreams:\n  - id: u\n    nodes: {}\n    discovery_type: dns\n#END\n",
        R"(apisix.yaml: upstreams[0] (id "u"): invalid configuration: service discovery is not supported)"},
+      {"routes:\n  - id: 1\n    uri: /a\n    plugins:\n      limit-count: {count: 1}\n#END\n",
+       R"(apisix.yaml: routes[0] (id "1"): unknown plugin [limit-count])"},
+      {"plugin_metadata:\n  - id: http-logger\n#END\n",
+       R"(apisix.yaml: plugin_metadata[0] (id "http-logger"): unknown plugin [http-logger])"},
+      {"plugin_metadata:\n  - id: 5\n#END\n",
+       R"(apisix.yaml: plugin_metadata[0] (id "5"): invalid configuration: property "id" validation failed: wrong type: expected string, got number)"},
+      {"consumers:\n  - desc: d\n#END\n", "apisix.yaml: consumers[0]: missing username"},
+      {"consumers:\n  - username: jack\n  - username: jack\n#END\n",
+       R"(apisix.yaml: consumers[1] (username "jack"): duplicate id, also used by consumers[0])"},
+      {"consumers:\n  - username: a b\n#END\n",
+       R"(apisix.yaml: consumers[0] (username "a b"): invalid configuration: property "username" validation failed: failed to match pattern)"},
+      {"global_rules:\n  - id: 1\n#END\n",
+       R"(apisix.yaml: global_rules[0] (id "1"): invalid configuration: property "plugins" is required)"},
+      {"secrets:\n  - id: gcp/1\n#END\n",
+       R"(apisix.yaml: secrets[0] (id "gcp/1"): invalid secret manager: gcp)"},
+      {"secrets:\n  - id: vault/1\n    prefix: p\n    token: t\n#END\n",
+       R"(apisix.yaml: secrets[0] (id "vault/1"): invalid configuration: property "uri" is required)"},
+      {"ssls:\n  - id: 1\n    sni: a.com\n#END\n",
+       R"(apisix.yaml: ssls[0] (id "1"): invalid configuration: value should match only one schema, but matches none)"},
+      {"stream_routes:\n  - id: 1\n    server_port: 0\n#END\n",
+       R"(apisix.yaml: stream_routes[0] (id "1"): invalid configuration: property "server_port" validation failed: expected 0 to be at least 1)"},
+      {"protos: {}\n#END\n", "apisix.yaml: protos: wrong type: expected array, got object"},
   };
   for (const auto& c : cases) {
     SCOPED_TRACE(c.text);

@@ -1,0 +1,312 @@
+// The Admin API's entry point and its read half: auth, path parsing, GET one and GET list,
+// the plugins endpoints.
+
+#include "admin/api.h"
+
+#include <fmt/format.h>
+
+#include <array>
+
+#include "admin/api_internal.h"
+#include "config/plugin_registry.h"
+
+namespace sluice::admin {
+
+using common::Status;
+using config::Json;
+using server::AdminResponse;
+
+namespace {
+
+constexpr std::string_view kRoot = "/apisix/admin";
+
+constexpr std::array<Kind, 12> kKinds = {{
+    {"routes", "route", true, true},
+    {"services", "service", true, true},
+    {"upstreams", "upstream", true, true},
+    {"consumers", "consumer", false, true},
+    {"ssls", "ssl", true, true},
+    {"global_rules", "global_rule", false, true},
+    {"plugin_configs", "plugin_config", false, true},
+    {"plugin_metadata", "plugin_metadata", false, false},
+    {"stream_routes", "stream_route", true, false},
+    {"protos", "proto", true, false},
+    {"consumer_groups", "consumer_group", false, true},
+    {"secrets", "secret", false, true},
+}};
+
+int hex(char c) {
+  if (c >= '0' && c <= '9') {
+    return c - '0';
+  }
+  c = static_cast<char>(c | 0x20);
+  return c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+}
+
+std::string percent_decode(std::string_view s) {
+  std::string out;
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (s[i] == '%' && i + 2 < s.size() && hex(s[i + 1]) >= 0 && hex(s[i + 2]) >= 0) {
+      out += static_cast<char>(hex(s[i + 1]) * 16 + hex(s[i + 2]));
+      i += 2;
+    } else {
+      out += s[i] == '+' ? ' ' : s[i];
+    }
+  }
+  return out;
+}
+
+// An item's `labels` has `filter` ("env" or "env:prod").
+bool has_label(const Json& value, std::string_view filter) {
+  auto labels = value.find("labels");
+  if (labels == value.end() || !labels->is_object()) {
+    return false;
+  }
+  size_t colon = filter.find(':');
+  std::string k(filter.substr(0, colon));
+  auto it = labels->find(k);
+  if (it == labels->end()) {
+    return false;
+  }
+  return colon == std::string_view::npos ||
+         (it->is_string() && it->get<std::string>() == filter.substr(colon + 1));
+}
+
+bool has_uri(const Json& value, std::string_view filter) {
+  auto contains = [&](const Json& u) {
+    return u.is_string() && u.get<std::string>().find(filter) != std::string::npos;
+  };
+  if (auto u = value.find("uri"); u != value.end() && contains(*u)) {
+    return true;
+  }
+  if (auto us = value.find("uris"); us != value.end() && us->is_array()) {
+    for (const auto& u : *us) {
+      if (contains(u)) {
+        return true;
+      }
+    }
+  }
+  return false;
+}
+
+Json entry_json(const store::Entry& e) {
+  Json value = Json::parse(e.value, nullptr, false);
+  return Json{{"key", e.key},
+              {"value", value.is_discarded() ? Json() : std::move(value)},
+              {"createdIndex", e.create_revision},
+              {"modifiedIndex", e.mod_revision}};
+}
+
+// page / page_size: integers, page >= 1, page_size 10-500 (APISIX's bounds).
+bool paging_arg(std::string_view query, const char* name, int64_t lo, int64_t hi, int64_t* out,
+                std::string* err) {
+  auto v = query_value(query, name);
+  if (!v) {
+    return true;
+  }
+  char* end = nullptr;
+  long long n = std::strtoll(v->c_str(), &end, 10);
+  if (v->empty() || *end != '\0' || n < lo || n > hi) {
+    *err =
+        fmt::format("invalid argument {}: expected an integer {}-{}, got \"{}\"", name, lo, hi, *v);
+    return false;
+  }
+  *out = n;
+  return true;
+}
+
+}  // namespace
+
+const Kind* find_kind(std::string_view name) {
+  for (const auto& k : kKinds) {
+    if (k.name == name) {
+      return &k;
+    }
+  }
+  return nullptr;
+}
+
+AdminResponse json_reply(int status, const Json& body) {
+  AdminResponse r;
+  r.status = status;
+  r.body = dump(body) + "\n";
+  r.headers.emplace_back("X-API-VERSION", "v3");
+  return r;
+}
+
+AdminResponse error_reply(int status, std::string_view message) {
+  return json_reply(status, Json{{"error_msg", message}});
+}
+
+AdminResponse key_not_found() { return json_reply(404, Json{{"message", "Key not found"}}); }
+
+AdminResponse store_error(const Status& st) { return error_reply(503, st.message()); }
+
+std::optional<std::string> query_value(std::string_view query, std::string_view name) {
+  auto v = query_param(query, name);
+  if (!v) {
+    return std::nullopt;
+  }
+  return percent_decode(*v);
+}
+
+std::string dump(const Json& j) { return j.dump(-1, ' ', false, Json::error_handler_t::replace); }
+
+Api::Api(Auth auth, store::ConfigStore& store, const store::ConfigIndex& index,
+         std::function<int64_t()> now, std::function<void()> after_write)
+    : auth_(std::move(auth)),
+      store_(store),
+      index_(index),
+      now_(std::move(now)),
+      after_write_(std::move(after_write)) {}
+
+AdminResponse Api::handle(const server::AdminRequest& req) {
+  if (auto denied = auth_.check(req)) {
+    return *denied;
+  }
+  std::string_view path = req.path;
+  if (path.substr(0, kRoot.size()) != kRoot ||
+      (path.size() > kRoot.size() && path[kRoot.size()] != '/')) {
+    return error_reply(404, "404 Route Not Found");
+  }
+  path.remove_prefix(std::min(path.size(), kRoot.size() + 1));
+  size_t slash = path.find('/');
+  std::string_view kind = path.substr(0, slash);
+  std::string_view rest = slash == std::string_view::npos ? "" : path.substr(slash + 1);
+  Call c{req};
+  if (kind == "plugins") {
+    c.id = std::string(rest);
+    return plugins(c);
+  }
+  c.kind = find_kind(kind);
+  if (c.kind == nullptr) {
+    return error_reply(404, fmt::format("Unsupported resource type: {}", kind));
+  }
+  // A secret's id is <manager>/<id>; everything else has a one-segment id.
+  size_t id_end = rest.find('/');
+  if (c.kind->name == "secrets" && id_end != std::string_view::npos) {
+    id_end = rest.find('/', id_end + 1);
+  }
+  c.id = std::string(rest.substr(0, id_end));
+  if (id_end != std::string_view::npos) {
+    c.sub_path = std::string(rest.substr(id_end + 1));
+  }
+  try {
+    return dispatch(c);
+  } catch (const std::exception& e) {
+    return error_reply(500, fmt::format("internal error: {}", e.what()));
+  }
+}
+
+AdminResponse Api::dispatch(Call& c) {
+  const std::string& m = c.req.method;
+  if (m == "GET") {
+    return c.id.empty() ? get_list(c) : get_one(c);
+  }
+  if (m == "PUT") {
+    return put(c);
+  }
+  if (m == "POST" && c.kind->post) {
+    return post(c);
+  }
+  if (m == "PATCH" && c.kind->patch) {
+    return patch(c);
+  }
+  if (m == "DELETE") {
+    return remove(c);
+  }
+  return error_reply(405, fmt::format("not supported `{}` method for {}", m, c.kind->singular));
+}
+
+AdminResponse Api::get_one(const Call& c) {
+  if (!c.sub_path.empty()) {
+    return key_not_found();
+  }
+  auto e = store_.get(key_of(*c.kind, c.id));
+  if (!e) {
+    return store_error(e.status());
+  }
+  if (!*e) {
+    return key_not_found();
+  }
+  return json_reply(200, entry_json(**e));
+}
+
+AdminResponse Api::get_list(const Call& c) {
+  std::string_view q = c.req.query;
+  int64_t page = 0, page_size = 0;
+  std::string err;
+  if (!paging_arg(q, "page", 1, INT32_MAX, &page, &err) ||
+      !paging_arg(q, "page_size", 10, 500, &page_size, &err)) {
+    return error_reply(400, err);
+  }
+  auto entries = store_.list(key_of(*c.kind, ""));
+  if (!entries) {
+    return store_error(entries.status());
+  }
+  auto name = query_value(q, "name");
+  auto uri = query_value(q, "uri");
+  auto label = query_value(q, "label");
+  Json list = Json::array();
+  for (const auto& e : *entries) {
+    Json item = entry_json(e);
+    const Json& v = item["value"];
+    if (!v.is_object()) {
+      continue;
+    }
+    if (name && !(v.contains("name") && v["name"].is_string() &&
+                  v["name"].get<std::string>().find(*name) != std::string::npos)) {
+      continue;
+    }
+    if ((uri && !has_uri(v, *uri)) || (label && !has_label(v, *label))) {
+      continue;
+    }
+    list.push_back(std::move(item));
+  }
+  size_t total = list.size();
+  if (page != 0 || page_size != 0) {
+    size_t size = page_size != 0 ? static_cast<size_t>(page_size) : 10;
+    size_t first = (page != 0 ? static_cast<size_t>(page) - 1 : 0) * size;
+    Json paged = Json::array();
+    for (size_t i = first; i < list.size() && i < first + size; ++i) {
+      paged.push_back(std::move(list[i]));
+    }
+    list = std::move(paged);
+  }
+  return json_reply(200, Json{{"list", std::move(list)}, {"total", total}});
+}
+
+AdminResponse Api::plugins(const Call& c) {
+  if (c.req.method == "PUT" && c.id == "reload") {
+    AdminResponse r;
+    r.body = "done";
+    r.headers = {{"Content-Type", "text/plain"}, {"X-API-VERSION", "v3"}};
+    return r;
+  }
+  if (c.req.method != "GET") {
+    return error_reply(405, fmt::format("not supported `{}` method for plugins", c.req.method));
+  }
+  if (c.id == "list" || c.id.empty()) {
+    bool all = c.id.empty();
+    Json out = all ? Json::object() : Json::array();
+    for (const auto& p : config::all_plugins()) {
+      if (all) {
+        out[std::string(p.name)] = Json{{"priority", p.priority}};
+      } else {
+        out.push_back(std::string(p.name));
+      }
+    }
+    return json_reply(200, out);
+  }
+  const config::PluginInfo* p = config::find_plugin(c.id);
+  if (p == nullptr) {
+    return error_reply(404, fmt::format("plugin not found: {}", c.id));
+  }
+  return json_reply(200, Json{{"name", std::string(p->name)}, {"priority", p->priority}});
+}
+
+std::string Api::key_of(const Kind& kind, std::string_view id) const {
+  return fmt::format("{}/{}/{}", index_.prefix(), kind.name, id);
+}
+
+}  // namespace sluice::admin

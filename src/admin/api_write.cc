@@ -1,0 +1,336 @@
+// The Admin API's write half: PUT, POST, PATCH and DELETE. Each request is validated whole
+// before anything is written; the store write is one transaction.
+
+#include <fmt/format.h>
+
+#include "admin/api.h"
+#include "admin/api_internal.h"
+#include "admin/json_patch.h"
+#include "config/field_decoder.h"
+#include "config/snapshot_builder.h"
+#include "config/validate.h"
+
+namespace sluice::admin {
+
+using common::Status;
+using common::StatusOr;
+using config::Json;
+using server::AdminResponse;
+
+namespace {
+
+constexpr int kMaxNesting = 64;
+constexpr int64_t kMaxTtl = 10LL * 365 * 86400;
+
+// The field that names a resource: consumers are known by username.
+const char* id_field(const Kind& k) { return k.name == "consumers" ? "username" : "id"; }
+
+StatusOr<Json> parse_body(const std::string& body, bool object_only) {
+  if (!nesting_within(body, kMaxNesting)) {
+    return Status::error(
+        fmt::format("invalid request body: nested deeper than {} levels", kMaxNesting));
+  }
+  Json j;
+  try {
+    j = Json::parse(body);
+  } catch (const Json::exception& e) {
+    std::string what = e.what();
+    size_t end = what.find("] ");
+    return Status::error("invalid request body: " +
+                         (end == std::string::npos ? what : what.substr(end + 2)));
+  }
+  if (object_only && !j.is_object()) {
+    return Status::error("invalid configuration: wrong type: expected object, got " +
+                         std::string(j.is_array() ? "array" : j.type_name()));
+  }
+  return j;
+}
+
+// An id in a body (integer or string) as text; nullopt when absent, "" when not an id type.
+std::optional<std::string> body_id(const Json& obj, const char* field) {
+  auto it = obj.find(field);
+  if (it == obj.end()) {
+    return std::nullopt;
+  }
+  if (it->is_string()) {
+    return it->get<std::string>();
+  }
+  if (it->is_number_integer() || it->is_number_unsigned()) {
+    return std::to_string(it->get<int64_t>());
+  }
+  return std::string();
+}
+
+Status server_set_fields(const Json& obj) {
+  for (const char* f : {"create_time", "update_time"}) {
+    if (obj.is_object() && obj.contains(f)) {
+      return Status::error(
+          fmt::format("invalid configuration: property \"{}\" is set by the server", f));
+    }
+  }
+  return Status::ok();
+}
+
+StatusOr<int64_t> ttl_arg(std::string_view query) {
+  auto v = query_value(query, "ttl");
+  if (!v) {
+    return int64_t{0};
+  }
+  char* end = nullptr;
+  long long n = std::strtoll(v->c_str(), &end, 10);
+  if (v->empty() || *end != '\0' || n < 1 || n > kMaxTtl) {
+    return Status::error(
+        fmt::format("invalid argument ttl: expected an integer 1-{}, got \"{}\"", kMaxTtl, *v));
+  }
+  return static_cast<int64_t>(n);
+}
+
+std::string id_error(const Kind& k) {
+  return k.name == "consumers" ? "wrong username" : fmt::format("wrong {} id", k.singular);
+}
+
+// What DELETE says when `key`'s resource is still referenced by `referrer`.
+std::string in_use_message(const Kind& k, std::string_view prefix, const std::string& referrer) {
+  store::KeyParts parts;
+  std::string who = referrer;
+  if (store::split_key(prefix, referrer, &parts)) {
+    const Kind* rk = find_kind(parts.kind);
+    who = fmt::format("{} [{}]", rk ? rk->singular : parts.kind, parts.id);
+  }
+  std::string what = k.name == "services"          ? "service directly"
+                     : k.name == "plugin_configs"  ? "plugin config"
+                     : k.name == "consumer_groups" ? "consumer group"
+                                                   : std::string(k.singular);
+  return fmt::format("can not delete this {}, {} is still using it now", what, who);
+}
+
+}  // namespace
+
+Status Api::check_references(const Json& obj, const Kind& kind) {
+  struct Ref {
+    const char* field;
+    const char* kind;
+    const char* what;  // as APISIX words it
+  };
+  static constexpr Ref kRefs[] = {
+      {"upstream_id", "upstreams", "upstream"},
+      {"service_id", "services", "service"},
+      {"plugin_config_id", "plugin_configs", "plugin config"},
+      {"group_id", "consumer_groups", "consumer group"},
+  };
+  for (const Ref& r : kRefs) {
+    bool applies = kind.name == "routes" || kind.name == "stream_routes"
+                       ? std::string_view(r.field) != "group_id"
+                   : kind.name == "services"  ? std::string_view(r.field) == "upstream_id"
+                   : kind.name == "consumers" ? std::string_view(r.field) == "group_id"
+                                              : false;
+    auto id = applies ? body_id(obj, r.field) : std::nullopt;
+    if (!id || id->empty()) {
+      continue;
+    }
+    auto e = store_.get(fmt::format("{}/{}/{}", index_.prefix(), r.kind, *id));
+    if (!e) {
+      return e.status();
+    }
+    if (!*e) {
+      return Status::error(fmt::format("failed to fetch {} info by {} id [{}], response code: 404",
+                                       r.what, r.what, *id));
+    }
+  }
+  return Status::ok();
+}
+
+AdminResponse Api::write(const Call& c, const std::string& id, Json obj, bool created,
+                         int64_t create_time, int64_t ttl, std::optional<int64_t> expect) {
+  const Kind& k = *c.kind;
+  Status st = config::validate_resource(k.name, id, obj);
+  if (!st) {
+    return error_reply(400, st.message());
+  }
+  if (k.name == "routes") {
+    auto route = config::decode_route(obj);
+    st = route ? config::check_route_compiles(*route) : route.status();
+    if (!st) {
+      return error_reply(400, st.message());
+    }
+  }
+  st = check_references(obj, k);
+  if (!st) {
+    return error_reply(400, st.message());
+  }
+  int64_t now = now_();
+  obj["create_time"] = create_time != 0 ? create_time : now;
+  obj["update_time"] = now;
+  std::string key = key_of(k, id);
+  auto e = store_.put(key, dump(obj), ttl, expect);
+  if (!e) {
+    bool conflict = e.status().message().rfind("conflict", 0) == 0;
+    return error_reply(conflict ? 409 : 503, e.status().message());
+  }
+  if (after_write_) {
+    after_write_();
+  }
+  return json_reply(created ? 201 : 200, Json{{"key", key}, {"value", std::move(obj)}});
+}
+
+AdminResponse Api::put(Call& c) {
+  const Kind& k = *c.kind;
+  if (!c.sub_path.empty()) {
+    return error_reply(400, fmt::format("sub path is only for PATCH: {}", c.sub_path));
+  }
+  auto ttl = ttl_arg(c.req.query);
+  auto body = parse_body(c.req.body, true);
+  if (!ttl || !body) {
+    return error_reply(400, (!ttl ? ttl.status() : body.status()).message());
+  }
+  Json obj = std::move(body).value();
+  if (Status st = server_set_fields(obj); !st) {
+    return error_reply(400, st.message());
+  }
+  const char* field = id_field(k);
+  std::string id = c.id;
+  if (k.name != "plugin_metadata" && k.name != "consumers" && obj.contains("id")) {
+    auto checked = config::as_id(obj["id"]);
+    if (!checked) {
+      return error_reply(400, fmt::format("invalid configuration: property \"id\" validation "
+                                          "failed: {}",
+                                          checked.status().message()));
+    }
+  }
+  if (k.name != "plugin_metadata") {
+    auto given = body_id(obj, field);
+    if (given && !given->empty() && !id.empty() && *given != id) {
+      return error_reply(400, id_error(k));
+    }
+    if (given && id.empty()) {
+      id = *given;
+    }
+    if (id.empty()) {
+      return error_reply(400, k.name == "consumers" ? std::string("missing consumer username")
+                                                    : fmt::format("missing {} id", k.singular));
+    }
+    if (!given) {
+      obj[field] = id;
+    } else if (!given->empty()) {
+      obj[field] = *given;  // an integer id is kept as a string, as APISIX stores it
+    }
+  } else if (id.empty()) {
+    return error_reply(400, "missing plugin_metadata id");
+  } else {
+    obj["id"] = id;
+  }
+  auto existing = store_.get(key_of(k, id));
+  if (!existing) {
+    return store_error(existing.status());
+  }
+  int64_t create_time = 0;
+  if (*existing) {
+    Json old = Json::parse((*existing)->value, nullptr, false);
+    if (old.is_object() && old.contains("create_time") && old["create_time"].is_number_integer()) {
+      create_time = old["create_time"].get<int64_t>();
+    }
+  }
+  return write(c, id, std::move(obj), !*existing, create_time, *ttl,
+               *existing ? std::optional<int64_t>((*existing)->mod_revision) : int64_t{0});
+}
+
+AdminResponse Api::post(Call& c) {
+  const Kind& k = *c.kind;
+  auto ttl = ttl_arg(c.req.query);
+  auto body = parse_body(c.req.body, true);
+  if (!ttl || !body) {
+    return error_reply(400, (!ttl ? ttl.status() : body.status()).message());
+  }
+  Json obj = std::move(body).value();
+  if (!c.id.empty() || obj.contains("id")) {
+    return error_reply(400, fmt::format("wrong {} id, do not need it", k.singular));
+  }
+  if (Status st = server_set_fields(obj); !st) {
+    return error_reply(400, st.message());
+  }
+  std::string id = fmt::format("{:020}", store_.revision() + 1);
+  obj["id"] = id;
+  return write(c, id, std::move(obj), true, 0, *ttl, int64_t{0});
+}
+
+AdminResponse Api::patch(Call& c) {
+  const Kind& k = *c.kind;
+  if (c.id.empty()) {
+    return error_reply(400, fmt::format("missing {} id", k.singular));
+  }
+  auto ttl = ttl_arg(c.req.query);
+  auto body = parse_body(c.req.body, c.sub_path.empty());
+  if (!ttl || !body) {
+    return error_reply(400, (!ttl ? ttl.status() : body.status()).message());
+  }
+  std::string_view first = std::string_view(c.sub_path).substr(0, c.sub_path.find('/'));
+  if (first == "create_time" || first == "update_time") {
+    return error_reply(400, fmt::format("invalid configuration: property \"{}\" is set by the "
+                                        "server",
+                                        first));
+  }
+  if (Status st = server_set_fields(*body); c.sub_path.empty() && !st) {
+    return error_reply(400, st.message());
+  }
+  auto existing = store_.get(key_of(k, c.id));
+  if (!existing) {
+    return store_error(existing.status());
+  }
+  if (!*existing) {
+    return key_not_found();
+  }
+  Json obj = Json::parse((*existing)->value, nullptr, false);
+  if (!obj.is_object()) {
+    return error_reply(500, "the stored value is not a JSON object");
+  }
+  int64_t create_time = obj.value("create_time", int64_t{0});
+  if (c.sub_path.empty()) {
+    merge_patch(obj, *body);
+  } else if (Status st = patch_at(obj, c.sub_path, std::move(body).value()); !st) {
+    return error_reply(400, st.message());
+  }
+  const char* field = id_field(k);
+  if (k.name != "plugin_metadata" && body_id(obj, field) != c.id) {
+    return error_reply(400, id_error(k));
+  }
+  // ?ttl= sets a new lifetime; without it the object keeps what is left of its old one.
+  int64_t keep = *ttl;
+  if (keep == 0 && (*existing)->expire_at > 0) {
+    keep = std::max<int64_t>(1, (*existing)->expire_at - now_());
+  }
+  return write(c, c.id, std::move(obj), false, create_time, keep, (*existing)->mod_revision);
+}
+
+AdminResponse Api::remove(const Call& c) {
+  const Kind& k = *c.kind;
+  if (c.id.empty()) {
+    return error_reply(400, fmt::format("missing {} id", k.singular));
+  }
+  if (!c.sub_path.empty()) {
+    return key_not_found();
+  }
+  std::string key = key_of(k, c.id);
+  auto existing = store_.get(key);
+  if (!existing) {
+    return store_error(existing.status());
+  }
+  if (!*existing) {
+    return key_not_found();
+  }
+  auto force = query_value(c.req.query, "force");
+  std::string referrer = index_.first_referrer(key);
+  if (!referrer.empty() && !(force && *force == "true")) {
+    return error_reply(400, in_use_message(k, index_.prefix(), referrer));
+  }
+  auto removed = store_.remove(key, (*existing)->mod_revision);
+  if (!removed) {
+    return store_error(removed.status());
+  }
+  if (after_write_) {
+    after_write_();
+  }
+  // APISIX passes on etcd's count of deleted keys, as a string.
+  return json_reply(200, Json{{"deleted", "1"}, {"key", key}});
+}
+
+}  // namespace sluice::admin

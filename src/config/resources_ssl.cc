@@ -1,0 +1,208 @@
+// decode_ssl: APISIX 3.x's ssl schema, plus the checks its admin makes after the schema
+// (pairs of certs and keys, parsable PEMs), here reduced to the PEM's shape.
+
+#include <fmt/format.h>
+
+#include <string_view>
+
+#include "config/field_decoder.h"
+#include "config/resources.h"
+
+namespace sluice::config {
+
+using common::Status;
+using common::StatusOr;
+
+namespace {
+
+constexpr const char* kOnlyOneSchema = "value should match only one schema, but matches ";
+
+// `$secret://...` and `$env://...` stand for a PEM fetched when the certificate is loaded.
+bool is_reference(std::string_view s) {
+  return s.starts_with("$secret://") || s.starts_with("$env://");
+}
+
+// A PEM (128 bytes to 64 KiB) or a reference.
+StatusOr<std::string> as_pem_field(const Json& v) {
+  if (v.is_string() && is_reference(v.get_ref<const std::string&>())) {
+    return v.get<std::string>();
+  }
+  return as_string(v, 128, 64 * 1024);
+}
+
+// An array of PEMs; unlike as_string_array, equal items are allowed.
+StatusOr<std::vector<std::string>> as_pem_array(const Json& v) {
+  if (!v.is_array()) {
+    return wrong_type("array", v);
+  }
+  std::vector<std::string> out;
+  for (size_t i = 0; i < v.size(); ++i) {
+    auto s = as_pem_field(v[i]);
+    if (!s.is_ok()) {
+      return Status::error(
+          fmt::format("failed to validate item {}: {}", i + 1, s.status().message()));
+    }
+    out.push_back(std::move(s).value());
+  }
+  return out;
+}
+
+// Unique items from a three-value enum: APISIX's maxItems 3 follows.
+StatusOr<std::vector<std::string>> as_ssl_protocols(const Json& v) {
+  return as_string_array(
+      v,
+      [](const Json& x) {
+        return as_enum(x, {"TLSv1.1", "TLSv1.2", "TLSv1.3"});
+      },
+      0);
+}
+
+StatusOr<SslClientConf> as_ssl_client(const Json& v) {
+  SslClientConf c;
+  FieldDecoder d(v);
+  d.only({"ca", "depth", "skip_mtls_uri_regex"});
+  d.require({"ca"});
+  d.field("ca", &c.ca, as_pem_field);
+  d.field("depth", &c.depth, [](const Json& x) { return as_integer(x, 0); });
+  d.field("skip_mtls_uri_regex", &c.skip_mtls_uri_regex, [](const Json& x) {
+    return as_string_array(x, [](const Json& y) { return as_string(y); });
+  });
+  if (!d.ok()) {
+    return d.status();
+  }
+  return c;
+}
+
+StatusOr<SslType> as_ssl_type(const Json& v) {
+  auto s = as_enum(v, {"server", "client"});
+  if (!s.is_ok()) {
+    return s.status();
+  }
+  return *s == "client" ? SslType::kClient : SslType::kServer;
+}
+
+StatusOr<int> as_status(const Json& v) {
+  auto i = as_integer(v);
+  if (i.is_ok() && *i != 0 && *i != 1) {
+    return Status::error("matches none of the enum values");
+  }
+  if (!i.is_ok()) {
+    return i.status();
+  }
+  return static_cast<int>(*i);
+}
+
+StatusOr<std::vector<std::string>> as_one_sni(const Json& v) {
+  auto s = as_sni(v);
+  if (!s.is_ok()) {
+    return s.status();
+  }
+  return std::vector<std::string>{std::move(s).value()};
+}
+
+void decode_ssl_properties(FieldDecoder& d, SslConf* s) {
+  d.field("id", &s->id, as_id);
+  d.field("type", &s->type, as_ssl_type);
+  d.field("cert", &s->cert, as_pem_field);
+  d.field("key", &s->key, as_pem_field);
+  d.field("sni", &s->snis, as_one_sni);
+  d.field("snis", &s->snis, [](const Json& v) { return as_string_array(v, as_sni); });
+  d.field("certs", &s->certs, as_pem_array);
+  d.field("keys", &s->keys, as_pem_array);
+  d.field("client", &s->client, as_ssl_client);
+  d.field("labels", &s->labels, as_labels);
+  d.field("status", &s->status, as_status);
+  d.field("ssl_protocols", &s->ssl_protocols, as_ssl_protocols);
+  d.field("validity_start", &s->validity_start, as_timestamp);
+  d.field("validity_end", &s->validity_end, as_timestamp);
+  d.field("create_time", &s->create_time, as_timestamp);
+  d.field("update_time", &s->update_time, as_timestamp);
+}
+
+// A server certificate needs cert, key and exactly one of sni and snis; a client one needs
+// cert and key.
+void check_ssl_shape(FieldDecoder& d, const SslConf& s) {
+  if (s.type == SslType::kClient) {
+    d.require({"cert", "key"});
+    return;
+  }
+  if (d.has("sni") && d.has("snis")) {
+    d.fail(fmt::format("{}both schemas 1 and 2 (sni and snis are mutually exclusive)",
+                       kOnlyOneSchema));
+  }
+  if (!d.has("cert") || !d.has("key") || (!d.has("sni") && !d.has("snis"))) {
+    d.fail(std::string(kOnlyOneSchema) +
+           "none (a server certificate needs cert, key, and sni or snis)");
+  }
+}
+
+// Shape only: the text must hold a PEM block. Parsing it is the TLS issue's work.
+Status check_pem(std::string_view what, const std::string& pem) {
+  if (is_reference(pem)) {
+    return Status::ok();
+  }
+  size_t start = pem.find_first_not_of(" \t\r\n");
+  if (start == std::string::npos || pem.compare(start, 10, "-----BEGIN") != 0) {
+    return Status::error(
+        fmt::format("failed to parse {}: not a PEM block (no \"-----BEGIN\" line)", what));
+  }
+  return Status::ok();
+}
+
+Status check_pair(const std::string& cert, const std::string& key) {
+  Status s = check_pem("cert", cert);
+  return s.is_ok() ? check_pem("key", key) : s;
+}
+
+// APISIX's ssl.check_ssl_conf after the schema; its errors carry no prefix.
+Status check_ssl_pems(const SslConf& s) {
+  Status st = check_pair(s.cert, s.key);
+  if (!st.is_ok()) {
+    return st;
+  }
+  if (s.client) {
+    st = check_pem("cert", s.client->ca);
+    if (!st.is_ok()) {
+      return Status::error("failed to validate client_cert: " + st.message());
+    }
+  }
+  if (s.type == SslType::kClient) {
+    return Status::ok();
+  }
+  if (s.certs.size() != s.keys.size()) {
+    return Status::error("mismatched number of certs and keys");
+  }
+  for (size_t i = 0; i < s.certs.size(); ++i) {
+    st = check_pair(s.certs[i], s.keys[i]);
+    if (!st.is_ok()) {
+      return Status::error(
+          fmt::format("failed to handle cert-key pair[{}]: {}", i + 1, st.message()));
+    }
+  }
+  return Status::ok();
+}
+
+StatusOr<SslConf> decode_ssl_fields(const Json& obj) {
+  SslConf s;
+  FieldDecoder d(obj);
+  d.only({"id", "type", "cert", "key", "sni", "snis", "certs", "keys", "client", "labels", "status",
+          "ssl_protocols", "validity_start", "validity_end", "create_time", "update_time"});
+  decode_ssl_properties(d, &s);
+  check_ssl_shape(d, s);
+  if (!d.ok()) {
+    return invalid_configuration(d.status());
+  }
+  Status st = check_ssl_pems(s);
+  if (!st.is_ok()) {
+    return st;
+  }
+  return s;
+}
+
+}  // namespace
+
+StatusOr<SslConf> decode_ssl(const Json& obj) {
+  return no_throw([&] { return decode_ssl_fields(obj); });
+}
+
+}  // namespace sluice::config

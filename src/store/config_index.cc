@@ -1,0 +1,180 @@
+#include "store/config_index.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+namespace sluice::store {
+
+using common::Status;
+using config::Json;
+
+bool split_key(std::string_view prefix, std::string_view key, KeyParts* out) {
+  if (key.size() <= prefix.size() + 1 || key.substr(0, prefix.size()) != prefix ||
+      key[prefix.size()] != '/') {
+    return false;
+  }
+  std::string_view rest = key.substr(prefix.size() + 1);
+  size_t slash = rest.find('/');
+  if (slash == std::string_view::npos || slash == 0 || slash + 1 == rest.size()) {
+    return false;
+  }
+  out->kind = rest.substr(0, slash);
+  out->id = rest.substr(slash + 1);
+  return true;
+}
+
+namespace {
+
+// An id field as the key part it names ("1" for both 1 and "1"); empty when absent or odd.
+std::string id_text(const Json& v, const char* field) {
+  auto it = v.find(field);
+  if (it == v.end()) {
+    return {};
+  }
+  if (it->is_string()) {
+    return it->get<std::string>();
+  }
+  if (it->is_number_integer() || it->is_number_unsigned()) {
+    return std::to_string(it->get<int64_t>());
+  }
+  return {};
+}
+
+// Replaces the item at `key`, or appends it.
+template <typename T>
+void upsert(std::vector<T>& v, std::unordered_map<std::string, size_t>& pos, const std::string& key,
+            T item) {
+  auto [it, fresh] = pos.try_emplace(key, v.size());
+  if (fresh) {
+    v.push_back(std::move(item));
+  } else {
+    v[it->second] = std::move(item);
+  }
+}
+
+template <typename T>
+void erase_key(std::vector<T>& v, std::unordered_map<std::string, size_t>& pos,
+               const std::string& key) {
+  auto it = pos.find(key);
+  if (it == pos.end()) {
+    return;
+  }
+  size_t i = it->second;
+  pos.erase(it);
+  v.erase(v.begin() + static_cast<std::ptrdiff_t>(i));
+  for (auto& [k, p] : pos) {
+    p -= p > i ? 1 : 0;
+  }
+}
+
+template <typename T>
+Status decoded(common::StatusOr<T> r, std::string_view key, T* out) {
+  if (!r.is_ok()) {
+    return Status::error(fmt::format("{}: {}", key, r.status().message()));
+  }
+  *out = std::move(r).value();
+  return Status::ok();
+}
+
+}  // namespace
+
+std::vector<std::string> ConfigIndex::refs_of(std::string_view kind, const Json& v) const {
+  std::vector<std::string> out;
+  auto add = [&](const char* field, const char* target) {
+    std::string id = id_text(v, field);
+    if (!id.empty()) {
+      out.push_back(fmt::format("{}/{}/{}", prefix_, target, id));
+    }
+  };
+  if (kind == "routes" || kind == "stream_routes") {
+    add("upstream_id", "upstreams");
+    add("service_id", "services");
+    add("plugin_config_id", "plugin_configs");
+  } else if (kind == "services") {
+    add("upstream_id", "upstreams");
+  } else if (kind == "consumers") {
+    add("group_id", "consumer_groups");
+  }
+  return out;
+}
+
+void ConfigIndex::set_refs(const std::string& key, std::vector<std::string> targets) {
+  auto it = refs_.find(key);
+  if (it != refs_.end()) {
+    for (const auto& t : it->second) {
+      auto r = referrers_.find(t);
+      if (r != referrers_.end()) {
+        r->second.erase(key);
+        if (r->second.empty()) {
+          referrers_.erase(r);
+        }
+      }
+    }
+    refs_.erase(it);
+  }
+  for (const auto& t : targets) {
+    referrers_[t].insert(key);
+  }
+  if (!targets.empty()) {
+    refs_[key] = std::move(targets);
+  }
+}
+
+void ConfigIndex::erase(const std::string& key, std::string_view kind) {
+  if (kind == "routes") {
+    erase_key(set_.routes, routes_, key);
+  } else if (kind == "services") {
+    erase_key(set_.services, services_, key);
+  } else if (kind == "upstreams") {
+    erase_key(set_.upstreams, upstreams_, key);
+  }
+  set_refs(key, {});
+}
+
+Status ConfigIndex::apply(const Change& c) {
+  const std::string& key = c.entry.key;
+  KeyParts parts;
+  if (!split_key(prefix_, key, &parts)) {
+    return Status::error(fmt::format("{}: not a resource key under {}", key, prefix_));
+  }
+  if (c.deleted) {
+    erase(key, parts.kind);
+    return Status::ok();
+  }
+  Json v = Json::parse(c.entry.value, nullptr, false);
+  if (v.is_discarded() || !v.is_object()) {
+    return Status::error(fmt::format("{}: the value is not a JSON object", key));
+  }
+  Status st;
+  if (parts.kind == "routes") {
+    config::RouteConf r;
+    st = decoded(config::decode_route(v), key, &r);
+    if (st) {
+      upsert(set_.routes, routes_, key, std::move(r));
+    }
+  } else if (parts.kind == "services") {
+    config::ServiceConf s;
+    st = decoded(config::decode_service(v), key, &s);
+    if (st) {
+      upsert(set_.services, services_, key, std::move(s));
+    }
+  } else if (parts.kind == "upstreams") {
+    config::UpstreamConf u;
+    st = decoded(config::decode_upstream(v), key, &u);
+    if (st) {
+      upsert(set_.upstreams, upstreams_, key, std::move(u));
+    }
+  }
+  if (st) {
+    set_refs(key, refs_of(parts.kind, v));
+  }
+  return st;
+}
+
+std::string ConfigIndex::first_referrer(const std::string& key) const {
+  auto it = referrers_.find(key);
+  return it == referrers_.end() || it->second.empty() ? std::string() : *it->second.begin();
+}
+
+}  // namespace sluice::store

@@ -1,0 +1,23 @@
+#pragma once
+// Opening Sluice's database file: recognising it (application_id, schema version), checking it
+// is intact, setting the durability pragmas, and creating the schema in an empty file.
+
+#include <cstdint>
+#include <string>
+
+#include "common/status.h"
+#include "store/sqlite_db.h"
+
+namespace sluice::store {
+
+// "Sluc": PRAGMA application_id of a Sluice database.
+inline constexpr int64_t kApplicationId = 0x536c7563;
+// PRAGMA user_version of the schema this build writes; a newer file is refused.
+inline constexpr int64_t kSchemaVersion = 1;
+
+// Opens `path`, refusing (with a message naming it) a file that is not SQLite, is corrupt,
+// belongs to another application or has a newer schema. The connection comes back in WAL mode
+// with synchronous=FULL and the schema in place.
+common::StatusOr<SqliteDb> open_sluice_db(const std::string& path);
+
+}  // namespace sluice::store

@@ -1,0 +1,71 @@
+#include "store/config_index.h"
+
+#include <gtest/gtest.h>
+
+namespace sluice::store {
+namespace {
+
+Change put(std::string key, std::string value, int64_t rev = 1) {
+  return Change{false, Entry{std::move(key), std::move(value), rev, rev, 0}};
+}
+Change del(std::string key) { return Change{true, Entry{std::move(key), "", 1, 2, 0}}; }
+
+TEST(ConfigIndexTest, SplitKey) {
+  KeyParts p;
+  ASSERT_TRUE(split_key("/apisix", "/apisix/routes/1", &p));
+  EXPECT_EQ(p.kind, "routes");
+  EXPECT_EQ(p.id, "1");
+  ASSERT_TRUE(split_key("/apisix", "/apisix/secrets/vault/1", &p));
+  EXPECT_EQ(p.id, "vault/1");
+  for (const char* bad :
+       {"/apisix/routes/", "/apisix/routes", "/apisixx/routes/1", "/apisix//1", "routes/1", ""}) {
+    EXPECT_FALSE(split_key("/apisix", bad, &p)) << bad;
+  }
+}
+
+TEST(ConfigIndexTest, KeepsServedKindsInCreationOrderAndUpdatesInPlace) {
+  ConfigIndex idx;
+  ASSERT_TRUE(idx.apply(put("/apisix/routes/b", R"({"id":"b","uri":"/b","plugins":{}})", 1)));
+  ASSERT_TRUE(idx.apply(put("/apisix/routes/a", R"({"id":"a","uri":"/a","plugins":{}})", 2)));
+  ASSERT_TRUE(idx.apply(put("/apisix/routes/b", R"({"id":"b","uri":"/b2","plugins":{}})", 1)));
+  ASSERT_EQ(idx.set().routes.size(), 2u);
+  EXPECT_EQ(idx.set().routes[0].id, "b");
+  EXPECT_EQ(idx.set().routes[0].uris[0], "/b2");
+  ASSERT_TRUE(idx.apply(del("/apisix/routes/b")));
+  ASSERT_EQ(idx.set().routes.size(), 1u);
+  EXPECT_EQ(idx.set().routes[0].id, "a");
+  ASSERT_TRUE(idx.apply(put("/apisix/routes/c", R"({"id":"c","uri":"/c","plugins":{}})", 3)));
+  ASSERT_TRUE(idx.apply(del("/apisix/routes/a")));
+  ASSERT_TRUE(idx.apply(put("/apisix/routes/a", R"({"id":"a","uri":"/a","plugins":{}})", 4)));
+  EXPECT_EQ(idx.set().routes[0].id, "c");
+  EXPECT_EQ(idx.set().routes[1].id, "a");
+}
+
+TEST(ConfigIndexTest, BadValueIsRefusedAndTheLastGoodOneKept) {
+  ConfigIndex idx;
+  ASSERT_TRUE(idx.apply(put("/apisix/upstreams/1", R"({"id":"1","nodes":{"127.0.0.1:1":1}})")));
+  for (const char* bad : {"not json", "[1]", R"({"id":"1","nodes":5})"}) {
+    auto st = idx.apply(put("/apisix/upstreams/1", bad));
+    ASSERT_FALSE(st.is_ok()) << bad;
+    EXPECT_EQ(st.message().rfind("/apisix/upstreams/1: ", 0), 0u) << st.message();
+  }
+  ASSERT_EQ(idx.set().upstreams.size(), 1u);
+  EXPECT_EQ(idx.set().upstreams[0].nodes.size(), 1u);
+  EXPECT_FALSE(idx.apply(put("/elsewhere/routes/1", "{}")).is_ok());
+}
+
+TEST(ConfigIndexTest, TracksReferrers) {
+  ConfigIndex idx;
+  ASSERT_TRUE(idx.apply(put("/apisix/routes/2", R"({"id":"2","uri":"/a","upstream_id":7})")));
+  ASSERT_TRUE(idx.apply(put("/apisix/routes/1", R"({"id":"1","uri":"/a","upstream_id":"7"})")));
+  ASSERT_TRUE(idx.apply(put("/apisix/consumers/jack", R"({"username":"jack","group_id":"g"})")));
+  EXPECT_EQ(idx.first_referrer("/apisix/upstreams/7"), "/apisix/routes/1");
+  EXPECT_EQ(idx.first_referrer("/apisix/consumer_groups/g"), "/apisix/consumers/jack");
+  ASSERT_TRUE(idx.apply(put("/apisix/routes/1", R"({"id":"1","uri":"/a","plugins":{}})")));
+  EXPECT_EQ(idx.first_referrer("/apisix/upstreams/7"), "/apisix/routes/2");
+  ASSERT_TRUE(idx.apply(del("/apisix/routes/2")));
+  EXPECT_EQ(idx.first_referrer("/apisix/upstreams/7"), "");
+}
+
+}  // namespace
+}  // namespace sluice::store
