@@ -8,6 +8,7 @@
 #include <array>
 
 #include "admin/api_internal.h"
+#include "common/log.h"
 #include "config/plugin_registry.h"
 
 namespace sluice::admin {
@@ -140,7 +141,11 @@ AdminResponse error_reply(int status, std::string_view message) {
 
 AdminResponse key_not_found() { return json_reply(404, Json{{"message", "Key not found"}}); }
 
-AdminResponse store_error(const Status& st) { return error_reply(503, st.message()); }
+AdminResponse store_error(const Status& st) {
+  // The store's message names files and carries SQLite's text: it goes to the log only.
+  SLUICE_LOG(kError, "admin: the configuration store failed: {}", st.message());
+  return error_reply(503, "the configuration store is unavailable; see the gateway's log");
+}
 
 std::optional<std::string> query_value(std::string_view query, std::string_view name) {
   auto v = query_param(query, name);
@@ -194,7 +199,8 @@ AdminResponse Api::handle(const server::AdminRequest& req) {
   try {
     return dispatch(c);
   } catch (const std::exception& e) {
-    return error_reply(500, fmt::format("internal error: {}", e.what()));
+    SLUICE_LOG(kError, "admin: {} {}: {}", req.method, req.path, e.what());
+    return error_reply(500, "internal error; see the gateway's log");
   }
 }
 

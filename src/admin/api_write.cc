@@ -33,11 +33,14 @@ StatusOr<Json> parse_body(const std::string& body, bool object_only) {
   Json j;
   try {
     j = Json::parse(body);
-  } catch (const Json::exception& e) {
-    std::string what = e.what();
-    size_t end = what.find("] ");
-    return Status::error("invalid request body: " +
-                         (end == std::string::npos ? what : what.substr(end + 2)));
+  } catch (const Json::parse_error& e) {
+    // Our own words, not the library's: only the position is passed on.
+    return Status::error(body.empty() ? std::string("invalid request body: empty body")
+                                      : fmt::format("invalid request body: malformed JSON near "
+                                                    "byte {}",
+                                                    e.byte));
+  } catch (const Json::exception&) {
+    return Status::error("invalid request body: malformed JSON");
   }
   if (object_only && !j.is_object()) {
     return Status::error("invalid configuration: wrong type: expected object, got " +
@@ -164,8 +167,10 @@ AdminResponse Api::write(const Call& c, const std::string& id, Json obj, bool cr
   std::string key = key_of(k, id);
   auto e = store_.put(key, dump(obj), ttl, expect);
   if (!e) {
-    bool conflict = e.status().message().rfind("conflict", 0) == 0;
-    return error_reply(conflict ? 409 : 503, e.status().message());
+    if (e.status().message().rfind("conflict", 0) == 0) {
+      return error_reply(409, "conflict: the object changed while this request was handled");
+    }
+    return store_error(e.status());
   }
   if (after_write_) {
     after_write_();

@@ -1,11 +1,12 @@
 // decode_ssl: APISIX 3.x's ssl schema, plus the checks its admin makes after the schema
-// (pairs of certs and keys, parsable PEMs), here reduced to the PEM's shape.
+// (pairs of certs and keys, PEMs that parse, each key matching its certificate).
 
 #include <fmt/format.h>
 
 #include <string_view>
 
 #include "config/field_decoder.h"
+#include "config/pem_check.h"
 #include "config/resources.h"
 
 namespace sluice::config {
@@ -136,22 +137,27 @@ void check_ssl_shape(FieldDecoder& d, const SslConf& s) {
   }
 }
 
-// Shape only: the text must hold a PEM block. Parsing it is the TLS issue's work.
-Status check_pem(std::string_view what, const std::string& pem) {
-  if (is_reference(pem)) {
-    return Status::ok();
-  }
-  size_t start = pem.find_first_not_of(" \t\r\n");
-  if (start == std::string::npos || pem.compare(start, 10, "-----BEGIN") != 0) {
-    return Status::error(
-        fmt::format("failed to parse {}: not a PEM block (no \"-----BEGIN\" line)", what));
-  }
-  return Status::ok();
+// A reference's PEM is checked when it is fetched, not here.
+Status check_cert(const std::string& pem) {
+  return is_reference(pem) ? Status::ok() : check_certificate_pem(pem);
 }
 
+Status check_key(const std::string& pem) {
+  return is_reference(pem) ? Status::ok() : check_private_key_pem(pem);
+}
+
+// Each half parses; errors read as APISIX's ("failed to parse cert: ...").
 Status check_pair(const std::string& cert, const std::string& key) {
-  Status s = check_pem("cert", cert);
-  return s.is_ok() ? check_pem("key", key) : s;
+  Status s = check_cert(cert);
+  return s.is_ok() ? check_key(key) : s;
+}
+
+// Run after check_pair, so the only error left is a key that is not the certificate's.
+Status check_match(const std::string& cert, const std::string& key) {
+  if (is_reference(cert) || is_reference(key)) {
+    return Status::ok();
+  }
+  return check_cert_key_pair(cert, key);
 }
 
 // APISIX's ssl.check_ssl_conf after the schema; its errors carry no prefix.
@@ -160,8 +166,12 @@ Status check_ssl_pems(const SslConf& s) {
   if (!st.is_ok()) {
     return st;
   }
+  st = check_match(s.cert, s.key);
+  if (!st.is_ok()) {
+    return Status::error("failed to handle cert-key pair: " + st.message());
+  }
   if (s.client) {
-    st = check_pem("cert", s.client->ca);
+    st = check_cert(s.client->ca);
     if (!st.is_ok()) {
       return Status::error("failed to validate client_cert: " + st.message());
     }
@@ -174,6 +184,9 @@ Status check_ssl_pems(const SslConf& s) {
   }
   for (size_t i = 0; i < s.certs.size(); ++i) {
     st = check_pair(s.certs[i], s.keys[i]);
+    if (st.is_ok()) {
+      st = check_match(s.certs[i], s.keys[i]);
+    }
     if (!st.is_ok()) {
       return Status::error(
           fmt::format("failed to handle cert-key pair[{}]: {}", i + 1, st.message()));
