@@ -14,6 +14,7 @@
 #include "config/field_decoder.h"
 #include "config/gateway_values.h"
 #include "config/yaml_json.h"
+#include "router/ip.h"
 
 namespace sluice::config {
 
@@ -37,6 +38,18 @@ StatusOr<bool> boolean(const Json& v) {
     return Status::error("expected true or false, got " + json_type_name(v));
   }
   return v.get<bool>();
+}
+
+// nginx's on/off, or a YAML boolean.
+StatusOr<bool> on_off(const Json& v) {
+  if (v.is_boolean()) {
+    return v.get<bool>();
+  }
+  if (v.is_string() &&
+      (v.get_ref<const std::string&>() == "on" || v.get_ref<const std::string&>() == "off")) {
+    return v.get_ref<const std::string&>() == "on";
+  }
+  return Status::error("expected on, off, true or false, got " + json_text(v));
 }
 
 StatusOr<double> seconds(const Json& v) {
@@ -208,14 +221,38 @@ class Reader {
     auto duration = [](double* out) {
       return [out](auto& x, auto& p) { return assign(p, out, parse_duration(x)); };
     };
-    return walk(v, path,
-                {{"client_header_timeout", duration(&cfg.client_header_timeout)},
-                 {"client_body_timeout", duration(&cfg.client_body_timeout)},
-                 {"send_timeout", duration(&cfg.send_timeout)},
-                 {"keepalive_timeout", duration(&cfg.keepalive_timeout)},
-                 {"client_max_body_size", [this](auto& x, auto& p) {
-                    return assign(p, &cfg.client_max_body_size, parse_size(x));
-                  }}});
+    return walk(
+        v, path,
+        {{"client_header_timeout", duration(&cfg.client_header_timeout)},
+         {"client_body_timeout", duration(&cfg.client_body_timeout)},
+         {"send_timeout", duration(&cfg.send_timeout)},
+         {"keepalive_timeout", duration(&cfg.keepalive_timeout)},
+         {"client_max_body_size",
+          [this](auto& x, auto& p) { return assign(p, &cfg.client_max_body_size, parse_size(x)); }},
+         {"real_ip_header",
+          [this](auto& x, auto& p) { return assign(p, &cfg.real_ip_header, as_string(x, 1, 64)); }},
+         {"real_ip_recursive",
+          [this](auto& x, auto& p) { return assign(p, &cfg.real_ip_recursive, on_off(x)); }},
+         {"real_ip_from", [this](auto& x, auto& p) { return real_ip_from(x, p); }}});
+  }
+
+  Status real_ip_from(const Json& v, const std::string& path) {
+    if (!v.is_array()) {
+      return error_at(path, "expected a list of addresses or CIDRs, got " + json_text(v));
+    }
+    cfg.real_ip_from.clear();
+    for (size_t i = 0; i < v.size(); ++i) {
+      std::string at = fmt::format("{}[{}]", path, i);
+      if (!v[i].is_string()) {
+        return error_at(at, "expected an address or CIDR, got " + json_text(v[i]));
+      }
+      const std::string& text = v[i].get_ref<const std::string&>();
+      if (text != "unix:" && !router::parse_cidr(text).is_ok()) {
+        return error_at(at, "expected an address or CIDR, got " + json_text(v[i]));
+      }
+      cfg.real_ip_from.push_back(text);
+    }
+    return Status::ok();
   }
 
   Status deployment(const Json& v, const std::string& path) {

@@ -69,6 +69,11 @@ struct GatewayConfig {
   double send_timeout = 10;
   double keepalive_timeout = 60;
   uint64_t client_max_body_size = 0;  // 0 = unlimited
+  // nginx_config.http.real_ip_*: proxies trusted to name the client. Unlike APISIX (which
+  // trusts 127.0.0.1 by default) nothing is trusted unless listed.
+  std::vector<std::string> real_ip_from;  // IPs or CIDRs; "unix:" is accepted and ignored
+  std::string real_ip_header = "X-Real-IP";
+  bool real_ip_recursive = false;
   // apisix.standalone file, resolved relative to the config file's directory.
   std::string standalone_path;  // directory of config.yaml + "/apisix.yaml"
 

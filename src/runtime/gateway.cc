@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <cstring>
 #include <ctime>
@@ -234,6 +235,16 @@ common::Status Gateway::start_workers() {
     settings->server_header = fmt::format("Server: sluice/{}\r\n", SLUICE_VERSION);
   }
   settings->admin = admin_service_;
+  for (const auto& from : conf_.real_ip_from) {
+    if (auto cidr = router::parse_cidr(from)) {  // "unix:" (no unix sockets here) is skipped
+      settings->real_ip.trusted.push_back(*cidr);
+    }
+  }
+  settings->real_ip.header = conf_.real_ip_header;
+  for (char& c : settings->real_ip.header) {
+    c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  }
+  settings->real_ip.recursive = conf_.real_ip_recursive;
   int n = conf_.worker_processes > 0 ? conf_.worker_processes
                                      : static_cast<int>(std::thread::hardware_concurrency());
   n = std::max(n, 1);

@@ -54,8 +54,8 @@ void ClientConn::start_admin() {
   for (size_t i = 0; i < r.num_headers; ++i) {
     a.headers.emplace_back(lower(r.headers[i].name), std::string(r.headers[i].value));
   }
-  a.peer_ip = peer_ip_;
-  a.peer = peer_addr_;
+  a.peer_ip = std::string(client_ip_);
+  a.peer = client_addr_;
   a.on_proxy_port = !admin_port_;
   bool expect = r.expect_continue;
   in_.consume(head_len_);  // ex_->req's views are dead from here on

@@ -120,6 +120,9 @@ class ClientConn : public io::IoHandler, public proxy::UpstreamOwner {
   int fd_;
   std::string peer_ip_;
   router::IpAddr peer_addr_;
+  // This request's client: the peer, or the address a trusted proxy named (real_ip.h).
+  std::string_view client_ip_;
+  router::IpAddr client_addr_;
   uint16_t local_port_;
   ConnCounter* cap_;
   bool admin_port_;  // accepted on an admin listener: every request goes to the Admin API

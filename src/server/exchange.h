@@ -22,6 +22,7 @@ struct Exchange {
   std::string out_head;     // the response head (or local reply) sent to the client
   std::string client_host;  // the client's Host, kept past req's views for pass_host
   std::string xff;          // incoming X-Forwarded-For values, joined
+  std::string real_ip;      // the client address a trusted proxy named, when it did
   io::Outbox up_out;
   h1::ChunkedDecoder req_chunked;
   h1::ChunkedDecoder resp_chunked;

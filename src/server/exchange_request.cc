@@ -59,6 +59,14 @@ void ClientConn::start_exchange() {
   response_started_ = false;
   retried_idle_ = false;
   tried_ = 0;
+  client_ip_ = peer_ip_;
+  client_addr_ = peer_addr_;
+  if (!w_.settings().real_ip.trusted.empty()) [[unlikely]] {
+    if (find_real_ip(w_.settings().real_ip, peer_addr_, ex_->req, &client_addr_,
+                     &ex_->real_ip)) {
+      client_ip_ = ex_->real_ip;
+    }
+  }
   // The one branch the Admin API costs a proxied request (a prefix compare when enabled).
   if (admin_port_ || (w_.settings().admin && is_admin_path(ex_->req.path))) [[unlikely]] {
     start_admin();
@@ -68,7 +76,7 @@ void ClientConn::start_exchange() {
   snap_ = w_.snapshot();
   const router::RouteSpec* spec = nullptr;
   if (snap_) {
-    router::MatchContext ctx{&ex_->req, peer_ip_, peer_addr_, local_port_};
+    router::MatchContext ctx{&ex_->req, client_ip_, client_addr_, local_port_};
     spec = snap_->table.match(ctx);
   }
   if (spec == nullptr) {
@@ -142,11 +150,11 @@ void ClientConn::build_upstream_head() {
     }
     h.append(hd.name).append(": ").append(hd.value).append("\r\n");
   }
-  h.append("X-Real-IP: ").append(peer_ip_).append("\r\nX-Forwarded-For: ");
+  h.append("X-Real-IP: ").append(client_ip_).append("\r\nX-Forwarded-For: ");
   if (!ex_->xff.empty()) {
     h.append(ex_->xff).append(", ");
   }
-  h.append(peer_ip_).append("\r\nX-Forwarded-Proto: http\r\n");
+  h.append(client_ip_).append("\r\nX-Forwarded-Proto: http\r\n");
   if (!ex_->req.host.empty()) {  // an HTTP/1.0 request may come without a Host
     h.append("X-Forwarded-Host: ").append(strip_port(ex_->req.host)).append("\r\n");
   }

@@ -7,6 +7,7 @@
 
 #include "codec/h1/parser.h"
 #include "server/admin_hook.h"
+#include "server/real_ip.h"
 
 namespace sluice::server {
 
@@ -26,6 +27,8 @@ struct Settings {
   // The Admin API's control-thread side. Null: no Admin API; no admin listener may be added
   // and /apisix/admin on a proxy port is routed like any other path.
   std::shared_ptr<AdminHandler> admin;
+  // Trusted proxies whose X-Real-IP / X-Forwarded-For name the client (nginx's realip).
+  RealIpConfig real_ip;
   // How long a connection waits for the admin handler's answer before a 504 and close.
   uint32_t admin_reply_timeout_ms = 60000;
 };

@@ -357,3 +357,37 @@ TEST(GatewayConfig, AdminSectionErrors) {
 
 }  // namespace
 }  // namespace sluice::config
+
+namespace sluice::config {
+namespace {
+
+TEST(GatewayConfig, RealIpKeys) {
+  GatewayConfig d = parse_ok("");
+  EXPECT_TRUE(d.real_ip_from.empty());
+  EXPECT_EQ(d.real_ip_header, "X-Real-IP");
+  EXPECT_FALSE(d.real_ip_recursive);
+  GatewayConfig c = parse_ok(R"(
+nginx_config:
+  http:
+    real_ip_header: X-Forwarded-For
+    real_ip_recursive: "on"
+    real_ip_from: [127.0.0.1, 10.0.0.0/8, "unix:"]
+)");
+  EXPECT_EQ(c.real_ip_header, "X-Forwarded-For");
+  EXPECT_TRUE(c.real_ip_recursive);
+  EXPECT_EQ(c.real_ip_from, (std::vector<std::string>{"127.0.0.1", "10.0.0.0/8", "unix:"}));
+  EXPECT_TRUE(c.warnings.empty());
+  auto bad = parse_gateway_config("nginx_config: {http: {real_ip_from: [10.0.0.0/33]}}", "/x");
+  ASSERT_FALSE(bad.is_ok());
+  EXPECT_EQ(bad.status().message(),
+            "config.yaml: nginx_config.http.real_ip_from[0]: expected an address or CIDR, got "
+            "\"10.0.0.0/33\"");
+  bad = parse_gateway_config("nginx_config: {http: {real_ip_recursive: maybe}}", "/x");
+  ASSERT_FALSE(bad.is_ok());
+  EXPECT_EQ(bad.status().message(),
+            "config.yaml: nginx_config.http.real_ip_recursive: expected on, off, true or false, "
+            "got \"maybe\"");
+}
+
+}  // namespace
+}  // namespace sluice::config
