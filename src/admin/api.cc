@@ -116,6 +116,22 @@ bool paging_arg(std::string_view query, const char* name, int64_t lo, int64_t hi
   return true;
 }
 
+// No empty segment (but a trailing slash) and no dot segment: ids never look like paths.
+bool clean_path(std::string_view path) {
+  while (!path.empty()) {
+    size_t slash = path.find('/');
+    std::string_view seg = path.substr(0, slash);
+    if (seg == "." || seg == ".." || (seg.empty() && slash != std::string_view::npos)) {
+      return false;
+    }
+    if (slash == std::string_view::npos) {
+      break;
+    }
+    path.remove_prefix(slash + 1);
+  }
+  return true;
+}
+
 }  // namespace
 
 const Kind* find_kind(std::string_view name) {
@@ -175,6 +191,9 @@ AdminResponse Api::handle(const server::AdminRequest& req) {
     return error_reply(404, "404 Route Not Found");
   }
   path.remove_prefix(std::min(path.size(), kRoot.size() + 1));
+  if (!clean_path(path)) {
+    return error_reply(400, "invalid path: empty, \".\" and \"..\" segments are not allowed");
+  }
   size_t slash = path.find('/');
   std::string_view kind = path.substr(0, slash);
   std::string_view rest = slash == std::string_view::npos ? "" : path.substr(slash + 1);

@@ -154,6 +154,9 @@ TEST_F(ApiTest, RejectedWritesChangeNothing) {
       {"PATCH", "/apisix/admin/routes/1", R"({"id":"2"})", 400, "wrong route id"},
       {"PUT", "/apisix/admin/routes/1", deep.c_str(), 400, "invalid request body: nested deeper"},
       {"PUT", "/apisix/admin/widgets/1", kRoute, 404, "Unsupported resource type: widgets"},
+      {"PUT", "/apisix/admin/routes/..", kRoute, 400, "invalid path"},
+      {"PUT", "/apisix/admin/routes//1", kRoute, 400, "invalid path"},
+      {"POST", "/apisix/admin/routes//", kRoute, 400, "invalid path"},
       {"PATCH", "/apisix/admin/stream_routes/1", "{}", 405,
        "not supported `PATCH` method for stream_route"},
   };
