@@ -49,19 +49,22 @@ StatusOr<Json> parse_body(const std::string& body, bool object_only) {
   return j;
 }
 
-// An id in a body (integer or string) as text; nullopt when absent, "" when not an id type.
+// An id in a body as text, read as the decoders read it (a string, or an integer >= 1
+// including a whole-number float such as 1.0); nullopt when absent, "" when not a valid id.
+// A consumer's username must be a string.
 std::optional<std::string> body_id(const Json& obj, const char* field) {
   auto it = obj.find(field);
   if (it == obj.end()) {
     return std::nullopt;
   }
+  if (std::string_view(field) == "username") {
+    return it->is_string() ? it->get<std::string>() : std::string();
+  }
   if (it->is_string()) {
     return it->get<std::string>();
   }
-  if (it->is_number_integer() || it->is_number_unsigned()) {
-    return std::to_string(it->get<int64_t>());
-  }
-  return std::string();
+  auto id = config::as_id(*it);
+  return id ? *id : std::string();
 }
 
 Status server_set_fields(const Json& obj) {
@@ -146,6 +149,7 @@ Status Api::check_references(const Json& obj, const Kind& kind) {
 AdminResponse Api::write(const Call& c, const std::string& id, Json obj, bool created,
                          int64_t create_time, int64_t ttl, std::optional<int64_t> expect) {
   const Kind& k = *c.kind;
+  obj[id_field(k)] = id;  // already checked equal to any id given; stored as a string
   Status st = config::validate_resource(k.name, id, obj);
   if (!st) {
     return error_reply(400, st.message());
@@ -194,7 +198,8 @@ AdminResponse Api::put(Call& c) {
   }
   const char* field = id_field(k);
   std::string id = c.id;
-  if (k.name != "plugin_metadata" && k.name != "consumers" && obj.contains("id")) {
+  if (k.name != "plugin_metadata" && k.name != "consumers" && k.name != "secrets" &&
+      obj.contains("id")) {
     auto checked = config::as_id(obj["id"]);
     if (!checked) {
       return error_reply(400, fmt::format("invalid configuration: property \"id\" validation "
@@ -253,7 +258,19 @@ AdminResponse Api::post(Call& c) {
   if (Status st = server_set_fields(obj); !st) {
     return error_reply(400, st.message());
   }
-  std::string id = fmt::format("{:020}", store_.revision() + 1);
+  // The next revision, as APISIX takes etcd's; a client may already have PUT that id, so
+  // step past taken ones.
+  std::string id;
+  for (int64_t n = store_.revision() + 1;; ++n) {
+    id = fmt::format("{:020}", n);
+    auto taken = store_.get(key_of(k, id));
+    if (!taken) {
+      return store_error(taken.status());
+    }
+    if (!*taken) {
+      break;
+    }
+  }
   obj["id"] = id;
   return write(c, id, std::move(obj), true, 0, *ttl, int64_t{0});
 }

@@ -13,6 +13,7 @@ server::AdminResponse token_error(std::string_view why) {
   server::AdminResponse r;
   r.status = 401;
   r.body = fmt::format("{{\"error_msg\":\"failed to check token\",\"description\":\"{}\"}}\n", why);
+  r.headers.emplace_back("X-API-VERSION", "v3");
   return r;
 }
 
@@ -111,6 +112,7 @@ std::optional<server::AdminResponse> Auth::check(const server::AdminRequest& req
     server::AdminResponse r;
     r.status = 403;
     r.body = "{\"error_msg\":\"403 Forbidden: client address not in allow_admin\"}\n";
+    r.headers.emplace_back("X-API-VERSION", "v3");
     return r;
   }
   if (!key_required_) {

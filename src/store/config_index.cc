@@ -4,6 +4,8 @@
 
 #include <algorithm>
 
+#include "config/field_decoder.h"
+
 namespace sluice::store {
 
 using common::Status;
@@ -26,7 +28,7 @@ bool split_key(std::string_view prefix, std::string_view key, KeyParts* out) {
 
 namespace {
 
-// An id field as the key part it names ("1" for both 1 and "1"); empty when absent or odd.
+// An id field as the key part it names ("1" for 1, 1.0 and "1"); empty when absent or odd.
 std::string id_text(const Json& v, const char* field) {
   auto it = v.find(field);
   if (it == v.end()) {
@@ -35,13 +37,10 @@ std::string id_text(const Json& v, const char* field) {
   if (it->is_string()) {
     return it->get<std::string>();
   }
-  if (it->is_number_integer() || it->is_number_unsigned()) {
-    return std::to_string(it->get<int64_t>());
-  }
-  return {};
+  auto id = config::as_id(*it);
+  return id ? *id : std::string();
 }
 
-// Replaces the item at `key`, or appends it.
 template <typename T>
 void upsert(std::vector<T>& v, std::unordered_map<std::string, size_t>& pos, const std::string& key,
             T item) {

@@ -19,18 +19,6 @@
 
 namespace sluice::fuzz {
 
-// Bugs found by fuzzing and reported (docs/testing.md; reproducers in the corpora, named
-// f<N>_*). Until they are fixed the targets step around them, so that fuzzing can go on
-// looking for others; SLUICE_FUZZ_KNOWN_BUGS=1 in the environment turns the detours off.
-// Delete each detour with its fix.
-inline bool skip_known_bugs() {
-  static const bool skip = [] {
-    const char* v = std::getenv("SLUICE_FUZZ_KNOWN_BUGS");
-    return v == nullptr || std::string_view(v) != "1";
-  }();
-  return skip;
-}
-
 // An error a user (or, through the Admin API, a client) reads: not empty, no library exception
 // text, and printable as a JSON string (nlohmann::json::dump() throws on invalid UTF-8).
 // `input` is the fuzz input the error came from; `json_reply`: the error may be sent back in a
@@ -73,14 +61,6 @@ inline void check_upstream(const config::UpstreamConf& u) {
 // A route the decoder accepts must not be refused by the router for its uris or hosts.
 inline void check_routable(const std::vector<std::string>& uris,
                            const std::vector<std::string>& hosts) {
-  // F6: the decoder accepts "*." and "."; the router drops the trailing dot and refuses the
-  // empty name that is left.
-  for (const std::string& h : hosts) {
-    const std::string p = router::normalize_host_pattern(h);
-    if (skip_known_bugs() && p.size() == (p.starts_with('*') ? 1u : 0u)) {
-      return;
-    }
-  }
   router::RouteSpec spec;
   spec.uris = uris;
   spec.hosts = hosts;

@@ -229,3 +229,41 @@ TEST_F(ApiTest, PluginsEndpoints) {
 
 }  // namespace
 }  // namespace sluice::admin
+
+namespace sluice::admin {
+namespace {
+
+// Fuzz findings F8-F10 (docs/testing.md).
+TEST_F(ApiTest, FloatIdsAreIdsEverywhere) {
+  auto r = call("PUT", "/apisix/admin/routes/1", R"({"uri":"/a","upstream_id":1.0})");
+  EXPECT_EQ(error(r), "failed to fetch upstream info by upstream id [1], response code: 404");
+  r = call("PUT", "/apisix/admin/routes/3", R"({"id":3.0,"uri":"/a","plugins":{}})");
+  ASSERT_EQ(r.status, 201) << r.body;
+  EXPECT_EQ(json(r)["value"]["id"], "3");
+  EXPECT_EQ(call("PATCH", "/apisix/admin/routes/3", R"({"desc":"x"})").status, 200);
+  ASSERT_EQ(call("PUT", "/apisix/admin/upstreams/1", R"({"nodes":{"127.0.0.1:1":1}})").status, 201);
+  ASSERT_EQ(call("PUT", "/apisix/admin/routes/4", R"({"uri":"/a","upstream_id":1e0})").status, 201);
+  EXPECT_EQ(error(call("DELETE", "/apisix/admin/upstreams/1")),
+            "can not delete this upstream, route [4] is still using it now");
+}
+
+TEST_F(ApiTest, PostStepsPastAnIdAlreadyTaken) {
+  ASSERT_EQ(
+      call("PUT", "/apisix/admin/upstreams/00000000000000000002", R"({"nodes":{"127.0.0.1:1":1}})")
+          .status,
+      201);
+  auto r = call("POST", "/apisix/admin/upstreams", R"({"nodes":{"127.0.0.1:1":1}})");
+  ASSERT_EQ(r.status, 201) << r.body;
+  EXPECT_EQ(json(r)["value"]["id"], "00000000000000000003");
+}
+
+TEST_F(ApiTest, SecretIdInTheBody) {
+  auto r = call("PUT", "/apisix/admin/secrets/vault/1",
+                R"({"id":"vault/1","uri":"http://127.0.0.1:8200","prefix":"kv","token":"t"})");
+  ASSERT_EQ(r.status, 201) << r.body;
+  EXPECT_EQ(json(r)["key"], "/apisix/secrets/vault/1");
+  EXPECT_EQ(call("PUT", "/apisix/admin/consumers", R"({"username":7})").status, 400);
+}
+
+}  // namespace
+}  // namespace sluice::admin
