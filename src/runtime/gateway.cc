@@ -330,7 +330,6 @@ bool Gateway::reload_routes(bool at_start) {
   ++version_;
   publish(built->snapshot);
   last_text_ = std::move(text);
-  last_set_ = std::move(set).value();
   SLUICE_LOG(kNotice, "configuration {} loaded: {} route(s)", version_,
              built->snapshot->routes.size());
   return true;

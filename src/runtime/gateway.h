@@ -70,7 +70,6 @@ class Gateway {
   uint64_t version_ = 0;
   snapshot::SnapshotPtr current_;               // the newest published snapshot
   std::vector<snapshot::SnapshotPtr> retired_;  // older ones, until no worker holds them
-  config::ConfigSet last_set_;
   std::string last_text_;
   struct FileStamp {
     int64_t mtime_ns = -1;

@@ -237,7 +237,6 @@ void ClientConn::next_request() {
   admin_.reset();  // an admin answer's body was sent from it
   req_body_ = http::BodyKind::kNone;
   req_body_done_ = true;
-  sent_continue_ = false;
   if (w_.draining() && in_.empty()) {
     close_now();
     return;

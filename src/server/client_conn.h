@@ -141,7 +141,6 @@ class ClientConn : public io::IoHandler, public proxy::UpstreamOwner {
   http::Method method_ = http::Method::kGet;
   bool keep_alive_ = true;
   bool client_http10_ = false;
-  bool sent_continue_ = false;
   bool linger_after_ = false;
   size_t head_len_ = 0;
   snapshot::SnapshotPtr snap_;

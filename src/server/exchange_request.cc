@@ -62,8 +62,7 @@ void ClientConn::start_exchange() {
   client_ip_ = peer_ip_;
   client_addr_ = peer_addr_;
   if (!w_.settings().real_ip.trusted.empty()) [[unlikely]] {
-    if (find_real_ip(w_.settings().real_ip, peer_addr_, ex_->req, &client_addr_,
-                     &ex_->real_ip)) {
+    if (find_real_ip(w_.settings().real_ip, peer_addr_, ex_->req, &client_addr_, &ex_->real_ip)) {
       client_ip_ = ex_->real_ip;
     }
   }

@@ -22,6 +22,7 @@
 #include "io/socket.h"
 #include "server/admin_hook.h"
 #include "server/worker.h"
+#include "unit/server/test_listen.h"
 
 namespace sluice::server {
 namespace {
@@ -136,18 +137,6 @@ class FakeAdmin : public AdminHandler {
   std::vector<std::function<void(AdminResponse)>> pending_;
   std::atomic<int> replied_{0};
 };
-
-int listen_any(uint16_t* port) {
-  io::SockAddr a;
-  EXPECT_TRUE(io::make_sockaddr("127.0.0.1", 0, &a));
-  auto fd = io::listen_reuseport(a);
-  EXPECT_TRUE(fd.is_ok());
-  sockaddr_in sin{};
-  socklen_t len = sizeof(sin);
-  getsockname(*fd, reinterpret_cast<sockaddr*>(&sin), &len);
-  *port = ntohs(sin.sin_port);
-  return *fd;
-}
 
 // One Worker on its own thread with one listener.
 class TestGateway {

@@ -13,21 +13,10 @@
 #include <thread>
 
 #include "io/socket.h"
+#include "unit/server/test_listen.h"
 
 namespace sluice::server {
 namespace {
-
-int listen_any(uint16_t* port) {
-  io::SockAddr a;
-  EXPECT_TRUE(io::make_sockaddr("127.0.0.1", 0, &a));
-  auto fd = io::listen_reuseport(a);
-  EXPECT_TRUE(fd.is_ok());
-  sockaddr_in sin{};
-  socklen_t len = sizeof(sin);
-  getsockname(*fd, reinterpret_cast<sockaddr*>(&sin), &len);
-  *port = ntohs(sin.sin_port);
-  return *fd;
-}
 
 // A blocking keep-alive upstream answering every request head with "ok".
 class TinyUpstream {
