@@ -86,6 +86,7 @@ $(TSAN_BUILD)/build.ninja:
 	  -DSLUICE_TSAN=ON -DSLUICE_BENCHMARKS=OFF
 
 test-tsan: $(TSAN_BUILD)/build.ninja
-	cmake --build $(TSAN_BUILD) -j $(JOBS) --target unit_io unit_server
+	cmake --build $(TSAN_BUILD) -j $(JOBS) --target unit_io unit_server unit_plugins_limit_count
 	$(TSAN_BUILD)/unit_io
 	$(TSAN_BUILD)/unit_server
+	$(TSAN_BUILD)/unit_plugins_limit_count

@@ -303,6 +303,12 @@ AdminResponse Api::get_list(const Call& c) {
 
 AdminResponse Api::plugins(const Call& c) {
   if (c.req.method == "PUT" && c.id == "reload") {
+    if (reload_) {
+      if (common::Status st = reload_(); !st.is_ok()) {
+        SLUICE_LOG(kError, "plugins reload failed: {}", st.message());
+        return error_reply(400, "failed to reload plugins: " + st.message());
+      }
+    }
     AdminResponse r;
     r.body = "done";
     r.headers = {{"Content-Type", "text/plain"}, {"X-API-VERSION", "v3"}};
@@ -327,7 +333,10 @@ AdminResponse Api::plugins(const Call& c) {
   if (p == nullptr) {
     return error_reply(404, fmt::format("plugin not found: {}", c.id));
   }
-  return json_reply(200, Json{{"name", std::string(p->name)}, {"priority", p->priority}});
+  if (p->schema.empty()) {
+    return json_reply(200, Json{{"type", "object"}});
+  }
+  return json_reply(200, Json::parse(p->schema));
 }
 
 std::string Api::key_of(const Kind& kind, std::string_view id) const {

@@ -38,6 +38,9 @@ class Api {
       std::function<int64_t()> now, std::function<void()> after_write);
 
   server::AdminResponse handle(const server::AdminRequest& req);
+  // What PUT /apisix/admin/plugins/reload runs: re-read the enabled plugins and their
+  // attributes and rebuild. Without one, reload answers `done` and changes nothing.
+  void set_plugin_reload(std::function<common::Status()> reload) { reload_ = std::move(reload); }
 
  private:
   struct Call;  // one parsed request
@@ -60,6 +63,7 @@ class Api {
   const store::ConfigIndex& index_;
   std::function<int64_t()> now_;
   std::function<void()> after_write_;
+  std::function<common::Status()> reload_;
 };
 
 }  // namespace sluice::admin

@@ -135,7 +135,9 @@ class Reader {
                     {{"apisix", [this](auto& v, auto& p) { return apisix(v, p); }},
                      {"nginx_config", [this](auto& v, auto& p) { return nginx(v, p); }},
                      {"deployment", [this](auto& v, auto& p) { return deployment(v, p); }},
-                     {"sluice", [this](auto& v, auto& p) { return sluice(v, p); }}});
+                     {"sluice", [this](auto& v, auto& p) { return sluice(v, p); }},
+                     {"plugins", [this](auto& v, auto& p) { return plugins(v, p); }},
+                     {"plugin_attr", [this](auto& v, auto& p) { return plugin_attr(v, p); }}});
     auto it = providers_.find(cfg.role);
     if (it != providers_.end()) {
       cfg.config_provider = it->second;
@@ -277,6 +279,53 @@ class Reader {
                            }}});
   }
 
+  Status plugins(const Json& v, const std::string& path) {
+    cfg.plugins_listed = true;
+    return assign(path, &cfg.plugins,
+                  as_string_array(
+                      v, [](const Json& e) { return as_string(e, 1, 64); }, 0));
+  }
+
+  // plugin_attr: the sections of the built-in plugins are read; the rest are warned about.
+  Status plugin_attr(const Json& v, const std::string& path) {
+    PrometheusExport& pe = cfg.prometheus;
+    return walk(
+        v, path,
+        {{"prometheus",
+          [&](auto& x, auto& p) {
+            return walk(
+                x, p,
+                {{"enable_export_server",
+                  [&](auto& y, auto& q) { return assign(q, &pe.enabled, boolean(y)); }},
+                 {"export_uri",
+                  [&](auto& y, auto& q) { return assign(q, &pe.uri, as_string(y, 1, 256)); }},
+                 {"export_addr", [&](auto& y, auto& q) { return listen_addr(y, q, &pe.addr); }},
+                 {"max_label_sets",
+                  [&](auto& y, auto& q) {
+                    return assign(q, &pe.max_label_sets, as_integer(y, 0, 100000000));
+                  }},
+                 {"metric_prefix", [&](auto& y, auto& q) {
+                    return y == "apisix_" ? Status::ok() : error_at(q, "only apisix_ is supported");
+                  }}});
+          }},
+         {"limit-count", [&](auto& x, auto& p) {
+            cfg.plugin_attr["limit-count"] = Json::object();
+            return walk(x, p, {{"local_keys", [&](auto& y, auto& q) {
+                                  auto n = as_integer(y, 1024, int64_t{1} << 32);
+                                  if (n.is_ok()) {
+                                    cfg.plugin_attr["limit-count"]["local_keys"] = *n;
+                                  }
+                                  return assign(q, &cfg.limit_count_local_keys, n);
+                                }}});
+          }}});
+  }
+
+  Status listen_addr(const Json& v, const std::string& path, ListenAddr* addr) {
+    return walk(v, path,
+                {{"ip", [addr](auto& x, auto& p) { return assign(p, &addr->ip, parse_ip(x)); }},
+                 {"port", [addr](auto& x, auto& p) { return assign(p, &addr->port, port(x)); }}});
+  }
+
   Status admin(const Json& v, const std::string& path) {
     AdminConfig& a = cfg.admin;
     return walk(
@@ -294,10 +343,7 @@ class Reader {
   }
 
   Status admin_listen(const Json& v, const std::string& path) {
-    ListenAddr* addr = &cfg.admin.listen;
-    return walk(v, path,
-                {{"ip", [addr](auto& x, auto& p) { return assign(p, &addr->ip, parse_ip(x)); }},
-                 {"port", [addr](auto& x, auto& p) { return assign(p, &addr->port, port(x)); }}});
+    return listen_addr(v, path, &cfg.admin.listen);
   }
 
   Status admin_keys(const Json& v, const std::string& path) {

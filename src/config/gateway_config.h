@@ -2,6 +2,7 @@
 // config.yaml: the process-level settings, with APISIX's key names.
 
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -42,6 +43,16 @@ struct AdminConfig {
   std::vector<std::string> allow = {"127.0.0.0/24", "::1/128"};  // deployment.admin.allow_admin
 };
 
+// plugin_attr.prometheus: the metrics export server.
+// Thread: any (value type)
+struct PrometheusExport {
+  bool enabled = true;                             // enable_export_server
+  ListenAddr addr{"127.0.0.1", 9091};              // export_addr
+  std::string uri = "/apisix/prometheus/metrics";  // export_uri
+  // Sluice's own: label sets each worker keeps; samples needing more are dropped and counted.
+  int64_t max_label_sets = 10000;
+};
+
 // Thread: any (value type)
 struct GatewayConfig {
   std::vector<ListenAddr> node_listen = {{"0.0.0.0", 9080}};  // apisix.node_listen
@@ -77,6 +88,13 @@ struct GatewayConfig {
   // apisix.standalone file, resolved relative to the config file's directory.
   std::string standalone_path;  // directory of config.yaml + "/apisix.yaml"
 
+  // plugins: the enabled plugin names; when not listed, every built-in plugin is enabled.
+  bool plugins_listed = false;
+  std::vector<std::string> plugins;
+  PrometheusExport prometheus;
+  int64_t limit_count_local_keys = int64_t{1} << 20;  // plugin_attr.limit-count.local_keys
+  // plugin_attr as the plugins read it (plugin::Shared::attr).
+  nlohmann::json plugin_attr = nlohmann::json::object();
   std::vector<std::string> warnings;  // one per unsupported key, naming its full path
 };
 

@@ -2,9 +2,11 @@
 
 #include <fmt/format.h>
 
-#include <array>
+#include <algorithm>
 
 #include "config/field_decoder.h"
+#include "plugins/builtin.h"
+#include "router/expr.h"
 
 namespace sluice::config {
 
@@ -13,9 +15,11 @@ using common::StatusOr;
 
 namespace {
 
-// The built-in plugins, highest priority first. Each plugin issue adds its line here; there is
-// no self-registration.
-constexpr std::array<PluginInfo, 0> kPlugins{};
+// The enabled subset of plugins::builtin(), highest priority first.
+std::vector<PluginInfo>& enabled() {
+  static std::vector<PluginInfo> list(plugins::builtin().begin(), plugins::builtin().end());
+  return list;
+}
 
 StatusOr<Json> as_error_response(const Json& v) {
   if (!v.is_string() && !v.is_object()) {
@@ -35,9 +39,15 @@ Status check_meta(const Json& meta) {
   d.field("disable", &disable, as_bool);
   d.field("error_response", &unused, as_error_response);
   d.field("priority", &priority, [](const Json& v) { return as_integer(v); });
-  d.field("filter", &unused, as_array);
+  Json filter;
+  d.field("filter", &filter, as_array);
   if (!d.ok()) {
     return property_error("_meta", d.status());
+  }
+  if (!filter.is_null()) {
+    if (auto e = router::Expr::compile(filter); !e.is_ok()) {
+      return property_error("_meta", property_error("filter", e.status()));
+    }
   }
   return Status::ok();
 }
@@ -71,7 +81,26 @@ Status check_one(const std::string& name, const Json& conf, PluginUse use,
 
 }  // namespace
 
-std::span<const PluginInfo> all_plugins() { return kPlugins; }
+std::span<const PluginInfo> all_plugins() { return enabled(); }
+
+std::vector<std::string> set_enabled_plugins(const std::vector<std::string>* names) {
+  std::vector<std::string> unknown;
+  std::vector<PluginInfo> list;
+  for (const PluginInfo& p : plugins::builtin()) {
+    if (names == nullptr || std::find(names->begin(), names->end(), p.name) != names->end()) {
+      list.push_back(p);
+    }
+  }
+  if (names != nullptr) {
+    for (const std::string& n : *names) {
+      if (find_plugin(n, plugins::builtin()) == nullptr) {
+        unknown.push_back(n);
+      }
+    }
+  }
+  enabled() = std::move(list);
+  return unknown;
+}
 
 const PluginInfo* find_plugin(std::string_view name) { return find_plugin(name, all_plugins()); }
 

@@ -1,38 +1,29 @@
 #pragma once
-// The table of plugins Sluice knows, and the check APISIX makes on every `plugins` object
-// (unknown names, per-plugin schema, the injected `_meta`). The table is empty until the first
-// plugin lands; a test can pass its own table.
+// The plugins enabled in this process, and the check APISIX makes on every `plugins` object
+// (unknown names, per-plugin schema, the injected `_meta`). A test can pass its own table.
 
 #include <span>
+#include <string>
 #include <string_view>
+#include <vector>
 
 #include "common/status.h"
 #include "config/resources.h"
+#include "plugin/info.h"
 
 namespace sluice::config {
 
-// Where a plugin conf sits; it picks the schema the conf is checked against (APISIX's
-// schema_type) and, for kStream, limits the names to stream plugins.
-enum class PluginUse {
-  kHttp,      // routes, services, global_rules, plugin_configs, consumer_groups
-  kConsumer,  // consumers (auth plugins have a consumer-side schema)
-  kStream,    // stream_routes
-  kMetadata,  // plugin_metadata: the conf is the plugin's metadata object
-};
+using plugin::PluginInfo;
+using plugin::PluginUse;
 
-// One known plugin: its name, default priority and config checker.
-// Thread: any (immutable)
-struct PluginInfo {
-  std::string_view name;
-  int priority = 0;     // higher runs first within a phase
-  bool stream = false;  // also usable on stream_routes
-  // Checks one conf (without `_meta`); the error text is the part after `err: `.
-  // nullptr accepts any object.
-  common::Status (*check)(const Json& conf, PluginUse use) = nullptr;
-};
-
-// Every built-in plugin, in priority order (highest first). Empty today.
+// The enabled plugins (config.yaml `plugins`), highest priority first. Every built-in one
+// until set_enabled_plugins is called.
+// Thread: control (and single-threaded tools: tests, fuzz targets)
 std::span<const PluginInfo> all_plugins();
+
+// Enables the built-in plugins named in `names` (config.yaml `plugins`), or all of them when
+// `names` is null. Returns the names that are not built in, for the caller's warning.
+std::vector<std::string> set_enabled_plugins(const std::vector<std::string>* names);
 
 // nullptr when `name` is not in the table.
 const PluginInfo* find_plugin(std::string_view name);

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <unordered_map>
 
+#include "config/plugin_chains.h"
 #include "http/message.h"
 
 namespace sluice::config {
@@ -29,8 +30,8 @@ std::string host_header(const std::string& host, uint16_t port) {
 
 class Builder {
  public:
-  Builder(const ConfigSet& set, upstream::DnsCache& dns, BuildResult& out)
-      : set_(set), dns_(dns), out_(out) {}
+  Builder(const ConfigSet& set, upstream::DnsCache& dns, plugin::Shared& shared, BuildResult& out)
+      : set_(set), dns_(dns), shared_(shared), out_(out) {}
 
   common::Status build(uint64_t version) {
     auto snap = std::make_shared<snapshot::Snapshot>();
@@ -42,6 +43,14 @@ class Builder {
     for (const auto& s : set_.services) {
       services_[s.id] = &s;
     }
+    for (const auto& pc : set_.plugin_configs) {
+      plugin_configs_[pc.id] = &pc;
+    }
+    auto global = build_global_chain(set_.global_rules, shared_, &out_.warnings);
+    if (!global.is_ok()) {
+      return global.status();
+    }
+    snap->global = std::move(global).value();
     // Older routes win ties: order by create_time, then by position in the set.
     std::vector<const RouteConf*> routes;
     for (const auto& r : set_.routes) {
@@ -166,7 +175,41 @@ class Builder {
       }
       spec->vars = std::move(expr).value();
     }
+    if (common::Status st = add_chain(r, svc, &route); !st.is_ok()) {
+      return st;
+    }
+    route.uris = r.uris;
+    route.hosts = spec->hosts;
     snap_->routes.push_back(std::move(route));
+    return common::Status::ok();
+  }
+
+  // The route's plugins merged over its plugin_config's and its service's.
+  common::Status add_chain(const RouteConf& r, const ServiceConf* svc, snapshot::Route* route) {
+    route->name = r.name;
+    const Json* from_config = nullptr;
+    if (!r.plugin_config_id.empty()) {
+      auto it = plugin_configs_.find(r.plugin_config_id);
+      if (it == plugin_configs_.end()) {
+        out_.warnings.push_back(fmt::format("route {}: plugin_config {} not found; it is skipped",
+                                            r.id, r.plugin_config_id));
+      } else {
+        from_config = &it->second->plugins;
+      }
+    }
+    const Json* from_service = svc != nullptr ? &svc->plugins : nullptr;
+    if (svc != nullptr) {
+      route->service_name = svc->name;
+    }
+    if (!r.plugins.is_object() && from_config == nullptr && from_service == nullptr) {
+      return common::Status::ok();
+    }
+    Json merged = merge_plugins({from_service, from_config, &r.plugins});
+    auto chain = build_chain(merged, "route/" + r.id, shared_, &out_.warnings);
+    if (!chain.is_ok()) {
+      return chain.status();
+    }
+    route->chain = std::move(chain).value();
     return common::Status::ok();
   }
 
@@ -181,10 +224,12 @@ class Builder {
 
   const ConfigSet& set_;
   upstream::DnsCache& dns_;
+  plugin::Shared& shared_;
   BuildResult& out_;
   snapshot::Snapshot* snap_ = nullptr;
   std::unordered_map<std::string, const upstream::Upstream*> by_upstream_id_;
   std::unordered_map<std::string, const ServiceConf*> services_;
+  std::unordered_map<std::string, const PluginConfigConf*> plugin_configs_;
 };
 
 }  // namespace
@@ -201,17 +246,17 @@ common::Status check_route_compiles(const RouteConf& r) {
   if (!r.vars.is_null()) {
     auto expr = router::Expr::compile(r.vars);
     if (!expr) {
-      return common::Status::error(
-          fmt::format("failed to validate the 'vars' expression: {}", expr.status().message()));
+      return expr.status();  // already "failed to validate the 'vars' expression: ..."
     }
   }
   return common::Status::ok();
 }
 
 common::StatusOr<BuildResult> build_snapshot(const ConfigSet& set, upstream::DnsCache& dns,
-                                             uint64_t version) {
+                                             uint64_t version, plugin::Shared* shared) {
+  static plugin::Shared fallback;  // tests and tools that keep no plugin state across builds
   BuildResult out;
-  Builder b(set, dns, out);
+  Builder b(set, dns, shared != nullptr ? *shared : fallback, out);
   common::Status st = b.build(version);
   if (!st) {
     return st;

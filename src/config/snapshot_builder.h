@@ -9,6 +9,7 @@
 
 #include "common/status.h"
 #include "config/resources.h"
+#include "plugin/info.h"
 #include "snapshot/snapshot.h"
 #include "upstream/resolver.h"
 
@@ -24,7 +25,9 @@ struct BuildResult {
 // Admin API can refuse a route that would make every later build fail.
 common::Status check_route_compiles(const RouteConf& r);
 
+// `shared` keeps plugin state (limit-count's counters) across builds; null uses a
+// process-wide default.
 common::StatusOr<BuildResult> build_snapshot(const ConfigSet& set, upstream::DnsCache& dns,
-                                             uint64_t version);
+                                             uint64_t version, plugin::Shared* shared = nullptr);
 
 }  // namespace sluice::config

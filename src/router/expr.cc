@@ -375,4 +375,12 @@ bool Expr::eval(const MatchContext& ctx) const {
   return program_ == nullptr || eval_program(*program_, ctx);
 }
 
+Var Var::parse(std::string_view name) {
+  auto leaf = std::make_shared<ExprLeaf>();
+  resolve_var(name, leaf.get());
+  Var v;
+  v.leaf_ = std::move(leaf);
+  return v;
+}
+
 }  // namespace sluice::router

@@ -23,6 +23,27 @@ struct MatchContext {
 };
 
 struct ExprProgram;  // expr_program.h
+struct ExprLeaf;     // expr_program.h
+
+// Room for the variables whose value is not a view into the request (host, server_port).
+struct VarScratch {
+  char host[256];
+  char port[8];
+};
+
+// A variable read by name, with the names and values `vars` uses (limit-count's `key`).
+// Thread: any (immutable)
+class Var {
+ public:
+  Var() = default;                          // nil
+  static Var parse(std::string_view name);  // an unknown name is nil
+  bool nil() const;
+  // The value, or false when nil or empty; `out` may point into `scratch`.
+  bool get(const MatchContext& ctx, VarScratch* scratch, std::string_view* out) const;
+
+ private:
+  std::shared_ptr<const ExprLeaf> leaf_;
+};
 
 // Thread: any (immutable after compile; copies share the compiled program).
 //

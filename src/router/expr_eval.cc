@@ -23,10 +23,8 @@ string_view trim(string_view s) {
 }
 
 // Per-evaluation storage for variables that are not plain views into the request.
-struct Scratch {
-  char host[kMaxHostLen];
-  char port[8];
-};
+using Scratch = VarScratch;
+static_assert(sizeof(Scratch::host) >= kMaxHostLen);
 
 bool find_arg(string_view query, string_view name, string_view* out) {
   while (!query.empty()) {
@@ -273,6 +271,12 @@ bool parse_number(string_view text, double* out) {
   }
   *out = negative ? -v : v;
   return true;
+}
+
+bool Var::nil() const { return leaf_ == nullptr || leaf_->var == VarKind::kNil; }
+
+bool Var::get(const MatchContext& ctx, VarScratch* scratch, std::string_view* out) const {
+  return !nil() && resolve(*leaf_, ctx, scratch, out) && !out->empty();
 }
 
 }  // namespace sluice::router

@@ -1,6 +1,7 @@
 #include "runtime/gateway.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <signal.h>
 #include <sys/resource.h>
 #include <sys/signalfd.h>
@@ -17,9 +18,11 @@
 
 #include "admin/auth.h"
 #include "common/log.h"
+#include "config/plugin_registry.h"
 #include "config/snapshot_builder.h"
 #include "config/standalone.h"
 #include "io/socket.h"
+#include "metrics/exposition.h"
 
 namespace sluice::runtime {
 
@@ -157,6 +160,7 @@ common::Status Gateway::open_store() {
   api_ = std::make_unique<admin::Api>(
       std::move(auth).value(), *store_, index_, [] { return static_cast<int64_t>(time(nullptr)); },
       [this] { absorb_changes(); });
+  api_->set_plugin_reload([this] { return reload_plugins(); });
   admin_service_ = std::make_shared<AdminService>(
       ctl_, [this](const server::AdminRequest& r) { return api_->handle(r); },
       [this] { publish_store_config(false); });
@@ -180,7 +184,7 @@ bool Gateway::publish_store_config(bool force) {
   dirty_ = false;
   auto t0 = std::chrono::steady_clock::now();
   int64_t cpu0 = thread_cpu_us();
-  auto built = config::build_snapshot(index_.set(), dns_, version_ + 1);
+  auto built = config::build_snapshot(index_.set(), dns_, version_ + 1, &plugin_shared_);
   if (!built) {
     SLUICE_LOG(kError, "store: configuration rejected, still serving the previous one: {}",
                built.status().message());
@@ -250,6 +254,9 @@ common::Status Gateway::start_workers() {
   n = std::max(n, 1);
   for (int i = 0; i < n; ++i) {
     auto w = std::make_unique<server::Worker>(i, settings, limits);
+    http_metrics_.push_back(std::make_unique<metrics::HttpMetrics>(
+        static_cast<size_t>(conf_.prometheus.max_label_sets)));
+    w->set_http_metrics(http_metrics_.back().get());
     common::Status st = add_listeners(*w, *limits);
     if (!st) {
       return st;
@@ -315,7 +322,7 @@ bool Gateway::reload_routes(bool at_start) {
                conf_.standalone_path, set.status().message());
     return false;
   }
-  auto built = config::build_snapshot(*set, dns_, version_ + 1);
+  auto built = config::build_snapshot(*set, dns_, version_ + 1, &plugin_shared_);
   if (!built) {
     SLUICE_LOG(kError, "apisix.yaml: rejected, still serving the previous configuration: {}",
                built.status().message());
@@ -384,12 +391,92 @@ void Gateway::on_sighup() {
   conf_.config_provider = old_conf.config_provider;
   conf_.data_dir = old_conf.data_dir;
   conf_.admin = old_conf.admin;
+  conf_.prometheus = old_conf.prometheus;  // the export server and cells keep their settings
+  apply_plugin_settings();
+  rebuild_now();
+}
+
+void Gateway::rebuild_now() {
   if (embedded()) {
     publish_store_config(true);
   } else {
     routes_file_changed();
     reload_routes(true);
   }
+}
+
+void Gateway::apply_plugin_settings() {
+  std::vector<std::string> unknown =
+      config::set_enabled_plugins(conf_.plugins_listed ? &conf_.plugins : nullptr);
+  if (!unknown.empty()) {
+    SLUICE_LOG(kWarn, "config.yaml: plugins: not built into Sluice, ignored: {}",
+               fmt::join(unknown, ", "));
+  }
+  plugin_shared_.attr = conf_.plugin_attr;
+}
+
+common::Status Gateway::reload_plugins() {
+  std::string text;
+  if (!read_file(config_path_, &text)) {
+    return common::Status::error(fmt::format("cannot read {}: {}", config_path_, strerror(errno)));
+  }
+  auto conf = config::parse_gateway_config(text, config_dir_);
+  if (!conf) {
+    return conf.status();
+  }
+  conf_.plugins_listed = conf->plugins_listed;
+  conf_.plugins = conf->plugins;
+  conf_.plugin_attr = conf->plugin_attr;
+  apply_plugin_settings();
+  SLUICE_LOG(
+      kNotice, "plugins reloaded: {}",
+      fmt::join(conf_.plugins_listed ? conf_.plugins : std::vector<std::string>{"(all)"}, ", "));
+  rebuild_now();
+  return common::Status::ok();
+}
+
+std::string Gateway::render_metrics() const {
+  std::vector<const metrics::HttpMetrics*> cells;
+  std::vector<const metrics::ConnStats*> conns;
+  for (size_t i = 0; i < workers_.size(); ++i) {
+    cells.push_back(http_metrics_[i].get());
+    conns.push_back(&workers_[i]->conn_stats());
+  }
+  char host[256] = {0};
+  gethostname(host, sizeof(host) - 1);
+  metrics::ExpositionInput in;
+  in.workers = cells;
+  in.conns = conns;
+  in.hostname = host;
+  in.version = SLUICE_VERSION;
+  // The embedded store is this node's config server, and it is always reachable; the
+  // standalone file has none, as in APISIX, which sets the gauge only when it uses etcd.
+  const metrics::GaugeSample reachable[] = {{{}, 1}};
+  const metrics::GaugeFamily gauges[] = {
+      {"apisix_etcd_reachable", "Config server etcd reachable from APISIX, 0 is unreachable",
+       reachable}};
+  if (embedded()) {
+    in.gauges = gauges;
+  }
+  return metrics::render(in);
+}
+
+// Started when the prometheus plugin is enabled; a port already taken is logged, not fatal:
+// the gateway serves traffic without its metrics rather than not at all.
+void Gateway::start_metrics_export() {
+  const config::PrometheusExport& pe = conf_.prometheus;
+  if (!pe.enabled || config::find_plugin("prometheus") == nullptr) {
+    return;
+  }
+  metrics_export_ =
+      std::make_unique<MetricsExport>(ctl_, pe.uri, [this] { return render_metrics(); });
+  common::Status st = metrics_export_->listen(pe.addr.ip, pe.addr.port);
+  if (!st) {
+    SLUICE_LOG(kError, "{}; metrics are not exported", st.message());
+    metrics_export_.reset();
+    return;
+  }
+  SLUICE_LOG(kNotice, "prometheus metrics on http://{}:{}{}", pe.addr.ip, pe.addr.port, pe.uri);
 }
 
 void Gateway::on_tick() {
@@ -433,6 +520,9 @@ int Gateway::run() {
   ctl_.add(signals_->fd(), signals_.get(), EPOLLIN);
 
   common::Status st = load_gateway_config();
+  if (st) {
+    apply_plugin_settings();
+  }
   if (st && embedded()) {
     st = open_store();
   }
@@ -456,6 +546,7 @@ int Gateway::run() {
       return 1;
     }
   }
+  start_metrics_export();
   for (auto& w : workers_) {
     threads_.emplace_back([wp = w.get()] { wp->run(); });
   }
@@ -474,6 +565,7 @@ void Gateway::shutdown() {
     t.join();
   }
   threads_.clear();
+  metrics_export_.reset();
   workers_.clear();
   SLUICE_LOG(kNotice, "stopped");
 }

@@ -14,7 +14,10 @@
 #include "config/gateway_config.h"
 #include "config/resources.h"
 #include "io/event_loop.h"
+#include "metrics/http_metrics.h"
+#include "plugin/info.h"
 #include "runtime/admin_service.h"
+#include "runtime/metrics_export.h"
 #include "server/worker.h"
 #include "store/config_index.h"
 #include "store/store.h"
@@ -34,6 +37,13 @@ class Gateway {
   class SignalHandler;
 
   common::Status load_gateway_config();
+  // Applies config.yaml's `plugins` and `plugin_attr` (at start, SIGHUP and plugins/reload).
+  void apply_plugin_settings();
+  // PUT /apisix/admin/plugins/reload: re-reads them from config.yaml and republishes.
+  common::Status reload_plugins();
+  void rebuild_now();
+  void start_metrics_export();
+  std::string render_metrics() const;
   common::Status check_admin_safety() const;
   common::Status open_store();
   common::Status start_workers();
@@ -66,6 +76,10 @@ class Gateway {
   std::unique_ptr<admin::Api> api_;
   std::shared_ptr<AdminService> admin_service_;
   std::vector<std::unique_ptr<server::Worker>> workers_;
+  // The prometheus plugin's cells, one per worker (read by the export server).
+  std::vector<std::unique_ptr<metrics::HttpMetrics>> http_metrics_;
+  std::unique_ptr<MetricsExport> metrics_export_;
+  plugin::Shared plugin_shared_;  // plugin state that outlives snapshots
   std::vector<std::thread> threads_;
   uint64_t version_ = 0;
   snapshot::SnapshotPtr current_;               // the newest published snapshot

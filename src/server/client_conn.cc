@@ -31,6 +31,10 @@ ClientConn::ClientConn(Worker& w, int fd, const io::SockAddr& peer, uint16_t loc
 
 ClientConn::~ClientConn() {
   forget_admin();
+  forget_plugin_wait();
+  if (writing_) {
+    metrics::ConnStats::dec(w_.stats().writing);
+  }
   if (up_) {
     up_->owner = nullptr;
     w_.loop().retire(std::move(up_));
@@ -97,6 +101,7 @@ ClientConn::Step ClientConn::step() {
     case State::kAdminBody:
       return read_admin_body();
     case State::kAdminWait:
+    case State::kPluginWait:
       return Step::kWait;  // pipelined bytes stay buffered until the answer is written
     case State::kLocalReply:
       return write_local_reply();
@@ -200,6 +205,9 @@ ClientConn::Step ClientConn::write_local_reply() {
   if (Step s = flush_out(); s != Step::kDone) {
     return s;
   }
+  if (plugins_) {
+    end_plugins();
+  }
   if (keep_alive_) {
     next_request();
     return Step::kProgress;
@@ -234,6 +242,11 @@ ClientConn::Step ClientConn::linger() {
 
 void ClientConn::next_request() {
   state_ = State::kReadHead;
+  if (writing_) {
+    writing_ = false;
+    metrics::ConnStats::dec(w_.stats().writing);
+    w_.refresh_reading();
+  }
   admin_.reset();  // an admin answer's body was sent from it
   req_body_ = http::BodyKind::kNone;
   req_body_done_ = true;
@@ -302,6 +315,15 @@ void ClientConn::handle_timeout() {
 
 void ClientConn::close_now() {
   forget_admin();
+  forget_plugin_wait();
+  if (plugins_) {
+    end_plugins();
+  }
+  if (writing_) {
+    writing_ = false;
+    metrics::ConnStats::dec(w_.stats().writing);
+    w_.refresh_reading();
+  }
   io::TimerQueue::cancel(timer_);
   release_upstream(false);
   state_ = State::kClosed;

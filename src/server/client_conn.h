@@ -52,6 +52,11 @@ class ClientConn : public io::IoHandler, public proxy::UpstreamOwner {
   void evict();
   // The control thread's answer to the submitted admin request (Worker::on_admin_reply).
   void on_admin_reply(AdminResponse resp);
+  // The plugin layer (Worker as plugin::Host): a hook suspended this request under `token`;
+  // later its answer arrives.
+  plugin::Context& plugin_context() { return ex_->pctx; }
+  void plugin_suspended(uint64_t token) { plugin_wait_ = token; }
+  void on_plugin_resume(plugin::Action a);
 
  private:
   enum class State {
@@ -62,6 +67,7 @@ class ClientConn : public io::IoHandler, public proxy::UpstreamOwner {
     kSendResponse,  // response streaming to the client
     kAdminBody,     // an admin request's body is being read whole
     kAdminWait,     // an admin request is with the control thread; nothing is read
+    kPluginWait,    // a plugin hook suspended the request (limit-count on Redis); nothing is read
     kLocalReply,    // a gateway-made (or admin) response is being written
     kLinger,        // rejected: draining the client's leftover bytes before closing
     kClosed,
@@ -72,6 +78,16 @@ class ClientConn : public io::IoHandler, public proxy::UpstreamOwner {
   Step step();
   Step read_head();
   void start_exchange();
+  // After the request phases: the route's own verdicts (404, 503, 413), then the upstream.
+  void route_request();
+  // The plugin path (exchange_plugins.cc).
+  void begin_plugins(const router::MatchContext& m);
+  // Runs the request phases; false when the request was answered or suspended.
+  bool run_request_plugins();
+  // Response-side phases: header_filter (status known) and, at the exchange's end, log.
+  void plugin_header_filter(int status);
+  void end_plugins();
+  void forget_plugin_wait();
   bool connect_next();
   bool take_or_connect(int node, bool fresh);
   void set_host_line(int node);
@@ -155,6 +171,11 @@ class ClientConn : public io::IoHandler, public proxy::UpstreamOwner {
   size_t host_len_ = 0;
 
   std::unique_ptr<AdminExchange> admin_;  // only while an admin request is in flight
+  bool plugins_ = false;                  // this exchange runs plugin chains (ex_->chains)
+  bool writing_ = false;                  // counted in Worker::stats().writing
+  uint64_t plugin_wait_ = 0;              // Worker::suspend token while a hook waits; 0 otherwise
+  bool early_resume_ = false;             // the hook's answer came before it returned kPending
+  plugin::Action early_action_ = plugin::Action::kContinue;
 
   // The upstream side.
   std::unique_ptr<proxy::UpstreamConn> up_;

@@ -10,6 +10,7 @@
 #include "codec/h1/chunked.h"
 #include "http/message.h"
 #include "io/outbox.h"
+#include "plugin/chain.h"
 #include "server/admin_hook.h"
 
 namespace sluice::server {
@@ -28,6 +29,9 @@ struct Exchange {
   h1::ChunkedDecoder resp_chunked;
   char up_chunk_hdr[24];
   char chunk_hdr[24];
+  // The plugins' view of this request, and the chains it runs (pinned by the snapshot).
+  plugin::Context pctx;
+  plugin::Chains chains;
 };
 
 // The interim answer to `Expect: 100-continue`, sent by the gateway itself.

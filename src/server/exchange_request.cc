@@ -49,6 +49,12 @@ std::string_view strip_port(std::string_view host) {
 }  // namespace
 
 void ClientConn::start_exchange() {
+  metrics::ConnStats::inc(w_.stats().requests);
+  if (!writing_) {
+    writing_ = true;
+    metrics::ConnStats::inc(w_.stats().writing);
+    w_.refresh_reading();
+  }
   method_ = ex_->req.method;
   client_http10_ = ex_->req.version_minor == 0;
   keep_alive_ = ex_->req.keep_alive && !w_.draining();
@@ -74,16 +80,27 @@ void ClientConn::start_exchange() {
 
   snap_ = w_.snapshot();
   const router::RouteSpec* spec = nullptr;
+  router::MatchContext mctx{&ex_->req, client_ip_, client_addr_, local_port_};
   if (snap_) {
-    router::MatchContext ctx{&ex_->req, client_ip_, client_addr_, local_port_};
-    spec = snap_->table.match(ctx);
+    spec = snap_->table.match(mctx);
   }
-  if (spec == nullptr) {
+  route_ = spec != nullptr ? &snap_->routes[spec->index] : nullptr;
+  // One test when no plugin is configured anywhere.
+  if (snap_ && (snap_->global || (route_ != nullptr && route_->chain))) {
+    begin_plugins(mctx);
+    if (!run_request_plugins()) {
+      return;
+    }
+  }
+  route_request();
+}
+
+void ClientConn::route_request() {
+  if (route_ == nullptr) {
     in_.consume(head_len_);
     local_reply(404, "{\"error_msg\":\"404 Route Not Found\"}\n", false);
     return;
   }
-  route_ = &snap_->routes[spec->index];
   up_conf_ = route_->upstream;
   int status = 0;
   std::string_view msg;
@@ -107,6 +124,10 @@ void ClientConn::start_exchange() {
   }
   build_upstream_head();
   in_.consume(head_len_);  // ex_->req's views are dead from here on
+  if (plugins_) {
+    ex_->pctx.req = nullptr;
+    ex_->pctx.match.req = nullptr;
+  }
   if (ex_->req.expect_continue && !req_body_done_ && in_.empty()) {
     out_.add(kContinue);
   }
@@ -223,6 +244,12 @@ bool ClientConn::connect_next() {
 bool ClientConn::take_or_connect(int node, bool fresh) {
   const upstream::Node& n = up_conf_->nodes[node];
   node_ = node;
+  if (plugins_ && ex_->pctx.timed) {
+    ex_->pctx.upstream_ip = n.ip;
+    if (ex_->pctx.upstream_start_ns == 0) {
+      ex_->pctx.upstream_start_ns = plugin::monotonic_ns();
+    }
+  }
   set_host_line(node);
   ex_->up_out.clear();
   up_out_consume_ = 0;
@@ -342,6 +369,7 @@ ClientConn::Step ClientConn::produce_request_piece() {
         size_t n = static_cast<size_t>(std::min<uint64_t>(req_left_, in_.size()));
         ex_->up_out.add({in_.data(), n});
         up_out_consume_ = n;
+        ex_->pctx.bytes_in += n;
         req_left_ -= n;
         req_body_done_ = req_left_ == 0;
         up_piece_ = true;
@@ -355,6 +383,7 @@ ClientConn::Step ClientConn::produce_request_piece() {
           ex_->up_out.add(st.data);
           ex_->up_out.add(h1::kChunkEnd);
           up_out_consume_ = st.consumed;
+          ex_->pctx.bytes_in += st.consumed;
           up_piece_ = true;
           return Step::kProgress;
         }

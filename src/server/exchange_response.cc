@@ -115,6 +115,9 @@ void ClientConn::build_response_head() {
   if (!req_body_done_ || w_.draining()) {
     keep_alive_ = false;
   }
+  if (plugins_) {
+    plugin_header_filter(ex_->resp.status);
+  }
   const Settings& st = w_.settings();
   std::string& h = ex_->out_head;
   h.clear();
@@ -137,6 +140,9 @@ void ClientConn::build_response_head() {
     h.append(hd.name).append(": ").append(hd.value).append("\r\n");
   }
   h.append(st.server_header);
+  if (plugins_) {
+    h.append(ex_->pctx.resp_headers);
+  }
   if (resp_body_ == http::BodyKind::kLength) {
     h.append("Content-Length: ");
     common::append_uint(h, resp_left_);
@@ -199,6 +205,7 @@ ClientConn::Step ClientConn::produce_response_piece() {
 
 void ClientConn::add_response_data(std::string_view data) {
   piece_ = true;
+  ex_->pctx.bytes_out += data.size();
   if (resp_chunk_out_) {
     size_t hl = h1::format_chunk_size(data.size(), ex_->chunk_hdr);
     out_.add({ex_->chunk_hdr, hl});
@@ -253,6 +260,10 @@ ClientConn::Step ClientConn::send_response() {
 }
 
 void ClientConn::finish_exchange() {
+  if (plugins_) {
+    ex_->pctx.upstream_end_ns = ex_->pctx.timed ? plugin::monotonic_ns() : 0;
+    end_plugins();
+  }
   bool reusable = ex_->resp.keep_alive && resp_body_ != http::BodyKind::kUntilClose &&
                   req_body_done_ && up_->in().empty();
   release_upstream(reusable);

@@ -30,7 +30,11 @@ bool ClientConn::reply_head(int status, std::string_view content_type,
     ex_ = w_.take_exchange();
   }
   release_upstream(false);
-  snap_.reset();
+  if (!plugins_) {
+    snap_.reset();  // with plugins, the log phase still needs the chains it pins
+  } else {
+    plugin_header_filter(status);
+  }
   if (close || !req_body_done_ || w_.draining()) {
     keep_alive_ = false;
   }
@@ -45,6 +49,9 @@ bool ClientConn::reply_head(int status, std::string_view content_type,
     h.append("Content-Type: ").append(content_type).append("\r\n");
   }
   h.append(extra_headers);
+  if (plugins_) {
+    h.append(ex_->pctx.resp_headers);
+  }
   // RFC 9110 8.6: no Content-Length (and no body) on 1xx or 204; 304 has none to describe.
   bool bodiless = status < 200 || status == 204 || status == 304;
   if (!bodiless) {

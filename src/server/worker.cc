@@ -11,7 +11,11 @@
 namespace sluice::server {
 
 Worker::Worker(int id, std::shared_ptr<const Settings> settings, std::shared_ptr<ConnLimits> limits)
-    : id_(id), settings_(std::move(settings)), limits_(std::move(limits)), pool_(loop_) {}
+    : id_(id), settings_(std::move(settings)), limits_(std::move(limits)), pool_(loop_) {
+  plugin_local_.worker_id = id_;
+  plugin_local_.loop = &loop_;
+  plugin_local_.host = this;
+}
 
 Worker::~Worker() {
   clients_.clear();
@@ -104,6 +108,7 @@ void Worker::accept_client(int fd, const io::SockAddr& peer, uint16_t local_port
     return;
   }
   if (at_cap(cap) && !make_room(cap)) {
+    metrics::ConnStats::inc(stats_.accepted);
     shed(fd);
     return;
   }
@@ -111,10 +116,21 @@ void Worker::accept_client(int fd, const io::SockAddr& peer, uint16_t local_port
   if (cap != nullptr) {
     cap->open.fetch_add(1, std::memory_order_relaxed);
   }
+  using metrics::ConnStats;
+  ConnStats::inc(stats_.accepted);
+  ConnStats::inc(stats_.handled);
+  ConnStats::inc(stats_.active);
   auto conn = std::make_unique<ClientConn>(*this, fd, peer, local_port, cap, kind);
   ClientConn* raw = conn.get();
   clients_.emplace(raw, std::move(conn));
   loop_.add(fd, raw);
+}
+
+void Worker::refresh_reading() {
+  uint64_t busy = stats_.waiting.load(std::memory_order_relaxed) +
+                  stats_.writing.load(std::memory_order_relaxed);
+  uint64_t active = stats_.active.load(std::memory_order_relaxed);
+  stats_.reading.store(active > busy ? active - busy : 0, std::memory_order_relaxed);
 }
 
 bool Worker::at_cap(const ConnCounter* cap) const {
@@ -142,6 +158,7 @@ bool Worker::make_room(const ConnCounter* cap) {
 
 // Refuses a connection at a cap with a 503 the client can read, without allocating.
 void Worker::shed(int fd) {
+  // Counted as accepted but not handled, as nginx's stub_status does.
   static constexpr std::string_view kBusy =
       "HTTP/1.1 503 Service Temporarily Unavailable\r\nContent-Type: application/json\r\n"
       "Content-Length: 37\r\nConnection: close\r\n\r\n{\"error_msg\":\"too many connections\"}\n";
@@ -153,6 +170,8 @@ void Worker::shed(int fd) {
 }
 
 void Worker::conn_closed(ConnCounter* cap) {
+  metrics::ConnStats::dec(stats_.active);
+  refresh_reading();
   limits_->total.open.fetch_sub(1, std::memory_order_relaxed);
   if (cap != nullptr) {
     cap->open.fetch_sub(1, std::memory_order_relaxed);
@@ -164,6 +183,8 @@ void Worker::idle_add(ClientConn* c) {
     return;
   }
   c->idle = true;
+  metrics::ConnStats::inc(stats_.waiting);
+  refresh_reading();
   c->idle_prev = idle_tail_;
   c->idle_next = nullptr;
   (idle_tail_ ? idle_tail_->idle_next : idle_head_) = c;
@@ -175,6 +196,8 @@ void Worker::idle_remove(ClientConn* c) {
     return;
   }
   c->idle = false;
+  metrics::ConnStats::dec(stats_.waiting);
+  refresh_reading();
   (c->idle_prev ? c->idle_prev->idle_next : idle_head_) = c->idle_next;
   (c->idle_next ? c->idle_next->idle_prev : idle_tail_) = c->idle_prev;
   c->idle_prev = c->idle_next = nullptr;
@@ -216,6 +239,29 @@ void Worker::on_admin_reply(uint64_t id, AdminResponse resp) {
   ClientConn* c = it->second;
   admin_waiting_.erase(it);
   c->on_admin_reply(std::move(resp));
+}
+
+uint64_t Worker::suspend(plugin::Context& ctx) {
+  uint64_t token = next_plugin_token_++;
+  auto* c = static_cast<ClientConn*>(ctx.conn);
+  plugin_waiting_.emplace(token, c);
+  c->plugin_suspended(token);
+  return token;
+}
+
+plugin::Context* Worker::waiting(uint64_t token) {
+  auto it = plugin_waiting_.find(token);
+  return it == plugin_waiting_.end() ? nullptr : &it->second->plugin_context();
+}
+
+void Worker::resume(uint64_t token, plugin::Action a) {
+  auto it = plugin_waiting_.find(token);
+  if (it == plugin_waiting_.end()) {
+    return;  // the request ended meanwhile
+  }
+  ClientConn* c = it->second;
+  plugin_waiting_.erase(it);
+  c->on_plugin_resume(a);
 }
 
 namespace {

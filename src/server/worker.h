@@ -11,6 +11,9 @@
 #include <vector>
 
 #include "io/event_loop.h"
+#include "metrics/conn_stats.h"
+#include "metrics/http_metrics.h"
+#include "plugin/plugin.h"
 #include "proxy/pool.h"
 #include "server/conn_limits.h"
 #include "server/exchange.h"
@@ -24,10 +27,16 @@ namespace sluice::server {
 class ClientConn;
 
 // Thread: worker (constructed on the control thread before the loop runs)
-class Worker {
+class Worker final : public plugin::Host {
  public:
   Worker(int id, std::shared_ptr<const Settings> settings, std::shared_ptr<ConnLimits> limits);
-  ~Worker();
+  ~Worker() override;
+
+  // Before run(): where this worker records the prometheus plugin's samples (owned by the
+  // caller, which also reads them; null: the plugin records nothing).
+  void set_http_metrics(metrics::HttpMetrics* m) { plugin_local_.http_metrics = m; }
+  // Connection counts for apisix_nginx_http_current_connections; read by any thread.
+  const metrics::ConnStats& conn_stats() const { return stats_; }
 
   // Adopts a listening socket (before run()); `cap` counts its connections across workers.
   // An admin listener needs Settings::admin; without it the socket is closed and refused.
@@ -71,6 +80,16 @@ class Worker {
   void give_buffer(io::Buffer* b);
   int id() const { return id_; }
 
+  // --- the plugins' view of this worker (plugin::Host) ---
+  plugin::WorkerLocal& plugin_local() { return plugin_local_; }
+  uint64_t suspend(plugin::Context& ctx) override;
+  plugin::Context* waiting(uint64_t token) override;
+  void resume(uint64_t token, plugin::Action a) override;
+  void plugin_forget(uint64_t token) { plugin_waiting_.erase(token); }
+  metrics::ConnStats& stats() { return stats_; }
+  // Recomputes stats().reading after active, waiting or writing changed.
+  void refresh_reading();
+
  private:
   static void on_drain_deadline(void* self);
   void maybe_finish_drain();
@@ -92,6 +111,11 @@ class Worker {
   // Declared before clients_: a connection's destructor unregisters itself from it.
   std::unordered_map<uint64_t, ClientConn*> admin_waiting_;
   uint64_t next_admin_id_ = 1;  // 0 means "not waiting"
+  // Requests a plugin suspended, by token (plugin::Host); same lifetime rule as admin_waiting_.
+  std::unordered_map<uint64_t, ClientConn*> plugin_waiting_;
+  uint64_t next_plugin_token_ = 1;
+  plugin::WorkerLocal plugin_local_;
+  metrics::ConnStats stats_;
   std::unordered_map<ClientConn*, std::unique_ptr<ClientConn>> clients_;
   bool draining_ = false;
   io::Timer drain_timer_{&Worker::on_drain_deadline, this};

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "plugin/chain.h"
 #include "router/route_table.h"
 #include "upstream/upstream.h"
 
@@ -23,6 +24,11 @@ enum class RouteTarget {
 struct Route {
   std::string id;
   std::string service_id;
+  std::string name, service_name;  // for the prometheus plugin's prefer_name
+  // The route's uri patterns and hosts, for plugins that report which one matched.
+  std::vector<std::string> uris, hosts;
+  // The merged plugins of service, plugin_config and route; null when there are none.
+  std::shared_ptr<const plugin::Chain> chain;
   RouteTarget target = RouteTarget::kNoUpstream;
   const upstream::Upstream* upstream = nullptr;  // owned by the Snapshot
   upstream::Timeouts timeouts;                   // route timeout, else the upstream's
@@ -34,6 +40,8 @@ struct Snapshot {
   router::RouteTable table;
   std::vector<Route> routes;  // RouteSpec::index points here
   std::vector<std::unique_ptr<upstream::Upstream>> upstreams;
+  // Every global rule's plugins, run for every request, matched or not; null when none.
+  std::shared_ptr<const plugin::Chain> global;
 };
 
 using SnapshotPtr = std::shared_ptr<const Snapshot>;

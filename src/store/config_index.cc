@@ -76,6 +76,18 @@ Status decoded(common::StatusOr<T> r, std::string_view key, T* out) {
   return Status::ok();
 }
 
+// Decodes one stored value into its place in `v` (decoded() names the key in errors).
+template <typename T>
+Status absorb(common::StatusOr<T> r, const std::string& key, std::vector<T>& v,
+              std::unordered_map<std::string, size_t>& pos) {
+  T value;
+  Status st = decoded(std::move(r), key, &value);
+  if (st) {
+    upsert(v, pos, key, std::move(value));
+  }
+  return st;
+}
+
 }  // namespace
 
 std::vector<std::string> ConfigIndex::refs_of(std::string_view kind, const Json& v) const {
@@ -127,6 +139,10 @@ void ConfigIndex::erase(const std::string& key, std::string_view kind) {
     erase_key(set_.services, services_, key);
   } else if (kind == "upstreams") {
     erase_key(set_.upstreams, upstreams_, key);
+  } else if (kind == "global_rules") {
+    erase_key(set_.global_rules, global_rules_, key);
+  } else if (kind == "plugin_configs") {
+    erase_key(set_.plugin_configs, plugin_configs_, key);
   }
   set_refs(key, {});
 }
@@ -147,23 +163,15 @@ Status ConfigIndex::apply(const Change& c) {
   }
   Status st;
   if (parts.kind == "routes") {
-    config::RouteConf r;
-    st = decoded(config::decode_route(v), key, &r);
-    if (st) {
-      upsert(set_.routes, routes_, key, std::move(r));
-    }
+    st = absorb(config::decode_route(v), key, set_.routes, routes_);
   } else if (parts.kind == "services") {
-    config::ServiceConf s;
-    st = decoded(config::decode_service(v), key, &s);
-    if (st) {
-      upsert(set_.services, services_, key, std::move(s));
-    }
+    st = absorb(config::decode_service(v), key, set_.services, services_);
   } else if (parts.kind == "upstreams") {
-    config::UpstreamConf u;
-    st = decoded(config::decode_upstream(v), key, &u);
-    if (st) {
-      upsert(set_.upstreams, upstreams_, key, std::move(u));
-    }
+    st = absorb(config::decode_upstream(v), key, set_.upstreams, upstreams_);
+  } else if (parts.kind == "global_rules") {
+    st = absorb(config::decode_global_rule(v), key, set_.global_rules, global_rules_);
+  } else if (parts.kind == "plugin_configs") {
+    st = absorb(config::decode_plugin_config(v), key, set_.plugin_configs, plugin_configs_);
   }
   if (st) {
     set_refs(key, refs_of(parts.kind, v));

@@ -35,10 +35,10 @@ class ConfigIndex {
   // and the index keeps what it had for that key (the last good value). Kinds Sluice does
   // not serve are kept for reference checks only.
   common::Status apply(const Change& c);
-  // Every served resource (routes, services, upstreams). Routes stay in the order they were
-  // first applied, which is creation order when changes arrive in revision order (apply a
-  // full load sorted by create revision). Kept up to date in place, so a rebuild copies
-  // nothing.
+  // Every served resource (routes, services, upstreams, global_rules, plugin_configs). Routes stay
+  // in the order they were first applied, which is creation order when changes arrive in revision
+  // order (apply a full load sorted by create revision). Kept up to date in place, so a rebuild
+  // copies nothing.
   const config::ConfigSet& set() const { return set_; }
   // The smallest key of a resource that references `key` (by upstream_id, service_id,
   // plugin_config_id or group_id), or empty when none does.
@@ -54,7 +54,7 @@ class ConfigIndex {
 
   std::string prefix_;
   config::ConfigSet set_;
-  Positions routes_, services_, upstreams_;
+  Positions routes_, services_, upstreams_, global_rules_, plugin_configs_;
   std::map<std::string, std::vector<std::string>> refs_;    // key -> keys it references
   std::map<std::string, std::set<std::string>> referrers_;  // key -> keys referencing it
 };

@@ -552,6 +552,8 @@ class Gateway:
         self.env.update(env or {})
         self.probe = probe
         self.dead_port = free_port()  # the probe route's upstream: nothing listens there
+        # The prometheus export server's port: a free one, so gateways run side by side.
+        self.prometheus_port = free_port()
         self.generation = 0
         self.routes, self.services, self.upstreams = list(routes), list(services), list(upstreams)
         self.config_path = os.path.join(self.dir, "config.yaml")
@@ -604,6 +606,9 @@ class Gateway:
             "deployment": {
                 "role": "data_plane",
                 "role_data_plane": {"config_provider": "yaml"},
+            },
+            "plugin_attr": {
+                "prometheus": {"export_addr": {"ip": "127.0.0.1", "port": self.prometheus_port}},
             },
         }
         if self.admin_enabled:
@@ -1037,3 +1042,54 @@ def _atomic_write(path, text):
     with os.fdopen(fd, "w") as f:
         f.write(text)
     os.replace(tmp, path)
+
+
+# --------------------------------------------------------------------------- plugins
+
+
+PROMETHEUS_PATH = "/apisix/prometheus/metrics"
+_SAMPLE_RX = re.compile(r"^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})?\s+(\S+)(?:\s+-?\d+)?$")
+_LABEL_RX = re.compile(r'\s*([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"\s*,?')
+
+
+def scrape(gw, timeout=10.0):
+    """One GET of the gateway's Prometheus export server (gw.prometheus_port)."""
+    return get(gw.prometheus_port, PROMETHEUS_PATH, timeout=timeout)
+
+
+def parse_samples(text):
+    """Every sample line of an exposition as (name, [(label, value), ...], float value),
+    labels in the order they were rendered. Comment and blank lines are skipped."""
+    out = []
+    for line in text.splitlines():
+        if not line or line.startswith("#"):
+            continue
+        m = _SAMPLE_RX.match(line)
+        if not m:
+            raise AssertionError("unparsable exposition line: %r" % line)
+        labels = _LABEL_RX.findall(m.group(2) or "")
+        out.append((m.group(1), labels, float(m.group(3))))
+    return out
+
+
+def sample_value(text, line_prefix):
+    """The value of the one sample line that starts with line_prefix followed by a space
+    (e.g. 'apisix_http_status{code="200",...}'); None when there is none."""
+    found = [line for line in text.splitlines() if line.startswith(line_prefix + " ")]
+    if not found:
+        return None
+    assert len(found) == 1, "several lines start with %r: %r" % (line_prefix, found)
+    return float(found[0][len(line_prefix) + 1:].split()[0])
+
+
+def get_from(source_ip, port, path, headers=(), timeout=10.0):
+    """One GET on a fresh connection whose source address is source_ip (any 127.x address
+    works on loopback), so that the gateway sees a different remote_addr."""
+    headers = list(headers.items()) if isinstance(headers, dict) else list(headers)
+    sock = socket.create_connection(("127.0.0.1", port), timeout=timeout,
+                                    source_address=(source_ip, 0))
+    try:
+        sock.sendall(build_request("GET", path, headers + [("Connection", "close")]))
+        return read_response(Reader(sock), "GET")
+    finally:
+        sock.close()

@@ -387,10 +387,10 @@ def test_headers_on_errors_too(admin_gw):
     assert_v3_headers(admin_gw.admin("PUT", "/routes/1", {"uri": "/x", "bogus_field": 1}))
 
 
-def test_plugins_list_is_empty(admin_gw):
+def test_plugins_list_names_the_enabled_plugins(admin_gw):
     r = admin_gw.admin("GET", "/plugins/list")
     assert r.status == 200, r
-    assert r.json == [], "no plugin is implemented yet: %r" % r
+    assert r.json == ["limit-count", "prometheus"], r
     assert admin_gw.admin("GET", "/plugins/list", key=None).status == 401
     assert admin_gw.admin("GET", "/plugins/list", key=admin_gw.viewer_key).status == 200
 

@@ -1,11 +1,14 @@
 #!/usr/bin/python3
 """CPU microseconds per proxied request: Sluice (1 worker) side by side with nginx (1 worker).
 
-    /usr/bin/python3 tests/perf/cpu_per_request.py [--duration 5] [--runs 3]
+    /usr/bin/python3 tests/perf/cpu_per_request.py [--duration 5] [--runs 3] [--no-plugins]
 
 Starts, on free loopback ports and in a temp dir:
   * upstream: nginx, 1 worker, `location /hello { return 200 "hello world\\n"; }`
-  * Sluice:   1 worker, route /hello -> the upstream
+  * Sluice:   1 worker, route /hello -> the upstream (the articles' scenario 1)
+  * Sluice:   a second one whose /hello also runs limit-count (count 2000000000000,
+              time_window 60, rejected_code 503, key remote_addr) and prometheus {}: the
+              articles' scenario 2 (--no-plugins leaves it out)
   * nginx:    1 worker, reverse proxy to the upstream with keep-alive (keepalive 32,
               proxy_http_version 1.1, Connection "")
 then runs `wrk -t1 -c16 -d<duration>s` against the upstream directly (the ceiling), Sluice and
@@ -154,13 +157,18 @@ deployment:
   role: data_plane
   role_data_plane:
     config_provider: yaml
+plugin_attr:
+  prometheus:
+    export_addr:
+      ip: 127.0.0.1
+      port: {metrics_port}
 """
 
 SLUICE_ROUTES = """\
 routes:
   - id: "1"
     uri: /hello
-    upstream:
+{plugins}    upstream:
       type: roundrobin
       nodes:
         "127.0.0.1:{up_port}": 1
@@ -176,16 +184,28 @@ def start_nginx(name, conf_text, port, d):
                          "-c", conf, "-g", "daemon off;"], port, os.path.join(d, name + ".out"))
 
 
-def start_sluice(binary, up_port, d):
-    sd = os.path.join(d, "sluice")
+# The articles' scenario 2 plugins, as apisix.yaml lines under the route.
+SCENARIO2_PLUGINS = """\
+    plugins:
+      limit-count:
+        count: 2000000000000
+        time_window: 60
+        rejected_code: 503
+        key: remote_addr
+      prometheus: {}
+"""
+
+
+def start_sluice(binary, up_port, d, name="sluice", plugins=""):
+    sd = os.path.join(d, name)
     os.makedirs(sd)
     port = free_port()
     with open(os.path.join(sd, "config.yaml"), "w") as f:
-        f.write(SLUICE_CONFIG.format(port=port))
+        f.write(SLUICE_CONFIG.format(port=port, metrics_port=free_port()))
     with open(os.path.join(sd, "apisix.yaml"), "w") as f:
-        f.write(SLUICE_ROUTES.format(up_port=up_port))
-    return Server("sluice", [binary, "run", "-c", os.path.join(sd, "config.yaml")], port,
-                  os.path.join(d, "sluice.log"), cwd=sd)
+        f.write(SLUICE_ROUTES.format(up_port=up_port, plugins=plugins))
+    return Server(name, [binary, "run", "-c", os.path.join(sd, "config.yaml")], port,
+                  os.path.join(d, name + ".log"), cwd=sd)
 
 
 def run_wrk(port, duration, threads, conns):
@@ -231,6 +251,8 @@ def main():
                                                        os.path.join(REPO, "build", "sluice")))
     ap.add_argument("--no-sluice", action="store_true",
                     help="measure only the upstream and nginx (to check the setup)")
+    ap.add_argument("--no-plugins", action="store_true",
+                    help="leave out Sluice with limit-count + prometheus (scenario 2)")
     ap.add_argument("--json", action="store_true", help="also print the results as JSON")
     ap.add_argument("--keep", action="store_true", help="keep the temp dir (logs, configs)")
     args = ap.parse_args()
@@ -245,17 +267,21 @@ def main():
         up_port = free_port()
         upstream = start_nginx("upstream", NGINX_UPSTREAM.format(dir=d, port=up_port), up_port, d)
         servers.append(upstream)
-        sluice = None
+        sluice = plugged = None
         if not args.no_sluice:
             sluice = start_sluice(args.sluice, up_port, d)
             servers.append(sluice)
+            if not args.no_plugins:
+                plugged = start_sluice(args.sluice, up_port, d, "sluice+plugins",
+                                       SCENARIO2_PLUGINS)
+                servers.append(plugged)
         px_port = free_port()
         nginx = start_nginx("nginx", NGINX_PROXY.format(dir=d, port=px_port, up_port=up_port),
                             px_port, d)
         servers.append(nginx)
         upstream.name = "upstream (direct)"
 
-        targets = [t for t in (upstream, sluice, nginx) if t is not None]
+        targets = [t for t in (upstream, sluice, plugged, nginx) if t is not None]
         results = {t.name: [] for t in targets}
         for i in range(args.runs):
             for target in targets:
@@ -280,6 +306,10 @@ def main():
                 else "-"
             print("| %s | %.0f | %.1f | %s | %.1f |" % (
                 name, med(name, "rps"), cpu, ratio, med(name, "upstream_cpu_us")))
+        if plugged is not None:
+            print()
+            print("scenario 2 (limit-count + prometheus) / scenario 1 CPU per request: %.3f" % (
+                med(plugged.name, "cpu_us") / med(sluice.name, "cpu_us")))
         if args.json:
             print(json.dumps(results, indent=2))
     finally:

@@ -221,10 +221,73 @@ TEST_F(ApiTest, ConsumersAreKnownByUsername) {
 }
 
 TEST_F(ApiTest, PluginsEndpoints) {
-  EXPECT_EQ(call("GET", "/apisix/admin/plugins/list").body, "[]\n");
+  auto r = call("GET", "/apisix/admin/plugins/list");
+  EXPECT_EQ(r.status, 200);
+  EXPECT_EQ(r.body, "[\"limit-count\",\"prometheus\"]\n");
+  r = call("GET", "/apisix/admin/plugins");
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(json(r), Json::parse(R"({"limit-count": {"priority": 1002},
+                                     "prometheus": {"priority": 500}})"));
+  r = call("GET", "/apisix/admin/plugins/limit-count");
+  ASSERT_EQ(r.status, 200) << r.body;
+  Json schema = json(r);
+  EXPECT_EQ(schema["type"], "object");
+  EXPECT_EQ(schema["required"], Json::parse(R"(["count", "time_window"])"));
+  EXPECT_EQ(schema["properties"]["count"]["exclusiveMinimum"], 0);
+  EXPECT_EQ(schema["properties"]["policy"]["enum"],
+            Json::parse(R"(["local", "redis", "redis-cluster"])"));
+  r = call("GET", "/apisix/admin/plugins/prometheus");
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(json(r)["properties"]["prefer_name"]["type"], "boolean");
+  r = call("GET", "/apisix/admin/plugins/key-auth");
+  EXPECT_EQ(r.status, 404);
+  EXPECT_EQ(error(r), "plugin not found: key-auth");
+  r = call("POST", "/apisix/admin/plugins/list");
+  EXPECT_EQ(r.status, 405);
+  EXPECT_EQ(error(r), "not supported `POST` method for plugins");
+  r = call("PUT", "/apisix/admin/plugins/reload");
+  EXPECT_EQ(r.status, 200);
+  EXPECT_EQ(r.body, "done");
+}
+
+TEST_F(ApiTest, PluginsReloadRunsTheReloader) {
+  int reloads = 0;
+  common::Status next = common::Status::ok();
+  api_->set_plugin_reload([&] {
+    ++reloads;
+    return next;
+  });
   auto r = call("PUT", "/apisix/admin/plugins/reload");
   EXPECT_EQ(r.status, 200);
   EXPECT_EQ(r.body, "done");
+  next = common::Status::error("config.yaml: plugins: expected a list");
+  r = call("PUT", "/apisix/admin/plugins/reload");
+  EXPECT_EQ(r.status, 400);
+  EXPECT_EQ(error(r), "failed to reload plugins: config.yaml: plugins: expected a list");
+  EXPECT_EQ(reloads, 2);
+}
+
+// The built-in plugins' confs are checked on write, with APISIX's texts.
+TEST_F(ApiTest, RoutesWithBuiltInPlugins) {
+  auto r = call("PUT", "/apisix/admin/routes/1",
+                R"({"uri":"/a","upstream":{"nodes":{"127.0.0.1:1980":1}},
+                    "plugins":{"limit-count":{"count":2,"time_window":60},"prometheus":{}}})");
+  ASSERT_EQ(r.status, 201) << r.body;
+  EXPECT_EQ(json(r)["value"]["plugins"]["limit-count"]["count"], 2);
+  r = call("PUT", "/apisix/admin/routes/2",
+           R"({"uri":"/b","plugins":{"limit-count":{"count":0,"time_window":60}}})");
+  EXPECT_EQ(r.status, 400);
+  EXPECT_EQ(error(r),
+            "failed to check the configuration of plugin limit-count err: property \"count\" "
+            "validation failed: expected 0 to be greater than 0");
+  r = call("PUT", "/apisix/admin/global_rules/1",
+           R"({"plugins":{"prometheus":{"prefer_name":1}}})");
+  EXPECT_EQ(r.status, 400);
+  EXPECT_EQ(error(r),
+            "failed to check the configuration of plugin prometheus err: property "
+            "\"prefer_name\" validation failed: wrong type: expected boolean, got number");
+  r = call("PUT", "/apisix/admin/global_rules/1", R"({"plugins":{"prometheus":{}}})");
+  EXPECT_EQ(r.status, 201) << r.body;
 }
 
 }  // namespace
@@ -263,6 +326,23 @@ TEST_F(ApiTest, SecretIdInTheBody) {
   ASSERT_EQ(r.status, 201) << r.body;
   EXPECT_EQ(json(r)["key"], "/apisix/secrets/vault/1");
   EXPECT_EQ(call("PUT", "/apisix/admin/consumers", R"({"username":7})").status, 400);
+}
+
+}  // namespace
+}  // namespace sluice::admin
+
+namespace sluice::admin {
+namespace {
+
+// The Admin API's route check names a bad `vars` expression once, as APISIX does.
+TEST_F(ApiTest, BadVarsErrorIsPrefixedOnce) {
+  auto r = call(
+      "PUT", "/apisix/admin/routes/1",
+      R"({"uri":"/x","upstream":{"nodes":{"127.0.0.1:1980":1}},"vars":[["arg_a","like","1"]]})");
+  EXPECT_EQ(r.status, 400);
+  EXPECT_EQ(
+      error(r),
+      R"(failed to validate the 'vars' expression: invalid operator 'like' in ["arg_a","like","1"])");
 }
 
 }  // namespace

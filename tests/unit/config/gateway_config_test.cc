@@ -197,6 +197,9 @@ plugins:
 plugin_attr:
   prometheus:
     export_addr: {ip: 127.0.0.1, port: 9091}
+    default_buckets: [1, 2]
+  log-rotate:
+    interval: 3600
 )");
   // Keys are visited in name order, so the list is stable whatever the file's order.
   EXPECT_THAT(
@@ -208,8 +211,101 @@ plugin_attr:
           "config.yaml: deployment.etcd is not supported yet and is ignored",
           "config.yaml: nginx_config.error_log is not supported yet and is ignored",
           "config.yaml: nginx_config.http.enable_access_log is not supported yet and is ignored",
-          "config.yaml: plugin_attr is not supported yet and is ignored",
-          "config.yaml: plugins is not supported yet and is ignored"));
+          "config.yaml: plugin_attr.log-rotate is not supported yet and is ignored",
+          "config.yaml: plugin_attr.prometheus.default_buckets is not supported yet and is "
+          "ignored"));
+  // `plugins` and the built-in plugins' plugin_attr sections are read, not warned about.
+  EXPECT_TRUE(c.plugins_listed);
+  EXPECT_EQ(c.plugins, std::vector<std::string>{"limit-count"});
+}
+
+TEST(GatewayConfig, PluginsAndPluginAttrDefaults) {
+  GatewayConfig c = parse_ok("");
+  EXPECT_FALSE(c.plugins_listed);
+  EXPECT_TRUE(c.plugins.empty());
+  EXPECT_TRUE(c.prometheus.enabled);
+  EXPECT_EQ(c.prometheus.addr.ip, "127.0.0.1");
+  EXPECT_EQ(c.prometheus.addr.port, 9091);
+  EXPECT_EQ(c.prometheus.uri, "/apisix/prometheus/metrics");
+  EXPECT_EQ(c.prometheus.max_label_sets, 10000);
+  EXPECT_EQ(c.limit_count_local_keys, int64_t{1} << 20);
+  EXPECT_EQ(c.plugin_attr, nlohmann::json::object());
+  // An empty list is a list: nothing is enabled.
+  GatewayConfig none = parse_ok("plugins: []\n");
+  EXPECT_TRUE(none.plugins_listed);
+  EXPECT_TRUE(none.plugins.empty());
+}
+
+TEST(GatewayConfig, PluginsAndPluginAttr) {
+  GatewayConfig c = parse_ok(R"(
+plugins:
+  - prometheus
+  - limit-count
+  - key-auth
+plugin_attr:
+  prometheus:
+    enable_export_server: false
+    export_uri: /metrics
+    export_addr:
+      ip: 0.0.0.0
+      port: 9100
+    max_label_sets: 5
+    metric_prefix: apisix_
+  limit-count:
+    local_keys: 4096
+)");
+  EXPECT_TRUE(c.warnings.empty()) << c.warnings.front();
+  EXPECT_TRUE(c.plugins_listed);
+  // Names are kept as written; which are built in is decided when they are enabled.
+  EXPECT_EQ(c.plugins, (std::vector<std::string>{"prometheus", "limit-count", "key-auth"}));
+  EXPECT_FALSE(c.prometheus.enabled);
+  EXPECT_EQ(c.prometheus.uri, "/metrics");
+  EXPECT_EQ(c.prometheus.addr.ip, "0.0.0.0");
+  EXPECT_EQ(c.prometheus.addr.port, 9100);
+  EXPECT_EQ(c.prometheus.max_label_sets, 5);
+  EXPECT_EQ(c.limit_count_local_keys, 4096);
+  EXPECT_EQ(c.plugin_attr, nlohmann::json::parse(R"({"limit-count": {"local_keys": 4096}})"));
+}
+
+TEST(GatewayConfig, PluginsAndPluginAttrErrors) {
+  struct Case {
+    const char* text;
+    const char* error;
+  } cases[] = {
+      {"plugins: limit-count\n", "config.yaml: plugins: wrong type: expected array, got string"},
+      {"plugins: [limit-count, 5]\n",
+       "config.yaml: plugins: failed to validate item 2: wrong type: expected string, got number"},
+      {"plugins: [limit-count, limit-count]\n",
+       "config.yaml: plugins: expected unique items but items 1 and 2 are equal"},
+      {"plugin_attr: [1]\n", "config.yaml: plugin_attr: expected a mapping, got array"},
+      {"plugin_attr: {prometheus: 5}\n",
+       "config.yaml: plugin_attr.prometheus: expected a mapping, got number"},
+      {"plugin_attr: {prometheus: {metric_prefix: sluice_}}\n",
+       "config.yaml: plugin_attr.prometheus.metric_prefix: only apisix_ is supported"},
+      {"plugin_attr: {prometheus: {enable_export_server: maybe}}\n",
+       "config.yaml: plugin_attr.prometheus.enable_export_server: expected true or false, got "
+       "string"},
+      {"plugin_attr: {prometheus: {export_uri: 5}}\n",
+       "config.yaml: plugin_attr.prometheus.export_uri: wrong type: expected string, got number"},
+      {"plugin_attr: {prometheus: {export_addr: {port: 0}}}\n",
+       "config.yaml: plugin_attr.prometheus.export_addr.port: expected an integer 1-65535, got 0"},
+      {"plugin_attr: {prometheus: {export_addr: {ip: localhost}}}\n",
+       "config.yaml: plugin_attr.prometheus.export_addr.ip: expected an IP address, got "
+       "\"localhost\""},
+      {"plugin_attr: {prometheus: {max_label_sets: -1}}\n",
+       "config.yaml: plugin_attr.prometheus.max_label_sets: expected -1 to be at least 0"},
+      {"plugin_attr: {limit-count: {local_keys: 10}}\n",
+       "config.yaml: plugin_attr.limit-count.local_keys: expected 10 to be at least 1024"},
+      {"plugin_attr: {limit-count: {local_keys: many}}\n",
+       "config.yaml: plugin_attr.limit-count.local_keys: wrong type: expected integer, got "
+       "string"},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.text);
+    auto r = parse_gateway_config(c.text, "/etc/sluice");
+    ASSERT_FALSE(r.is_ok());
+    EXPECT_EQ(r.status().message(), c.error);
+  }
 }
 
 struct ErrorCase {

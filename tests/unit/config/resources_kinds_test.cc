@@ -59,6 +59,12 @@ TEST(DecodeConsumer, Cases) {
            "invalid plugins configuration: unknown plugin [key-auth]"},
           {"", R"({"username": "jack", "plugins": {"key-auth": true}})",
            "invalid plugins configuration: invalid plugin conf true for plugin [key-auth]"},
+          {"",
+           R"({"username": "jack", "plugins": {"limit-count": {"count": 1, "time_window": 1}}})",
+           ""},
+          {"", R"({"username": "jack", "plugins": {"limit-count": {"count": 1}}})",
+           "invalid plugins configuration: failed to check the configuration of plugin "
+           "limit-count err: property \"time_window\" is required"},
           {"", R"({"username": "jack", "plugins": []})",
            prop("plugins", "wrong type: expected object, got array")},
           {"", R"({"username": "jack", "group_id": "a b"})",
@@ -91,9 +97,16 @@ TEST(DecodeGlobalRule, Cases) {
           {"", R"({"plugins": {}, "name": "x"})",
            kIc + "additional properties forbidden, found name"},
           {"", R"({"plugins": 1})", prop("plugins", "wrong type: expected object, got number")},
-          {"", R"({"plugins": {"prometheus": {}}})", "unknown plugin [prometheus]"},
+          {"", R"({"plugins": {"no-such-plugin": {}}})", "unknown plugin [no-such-plugin]"},
           {"", R"({"plugins": {"prometheus": 1}})",
            "invalid plugin conf 1 for plugin [prometheus]"},
+          {"", R"({"plugins": {"prometheus": {}}})", ""},
+          {"", R"({"plugins": {"prometheus": {"prefer_name": true},
+                               "limit-count": {"count": 5, "time_window": 1}}})",
+           ""},
+          {"", R"({"plugins": {"prometheus": {"prefer_name": "yes"}}})",
+           "failed to check the configuration of plugin prometheus err: property "
+           "\"prefer_name\" validation failed: wrong type: expected boolean, got string"},
           {"", R"({"id": 0, "plugins": {}})", prop("id", "object matches none of the required")},
           {"", R"({"plugins": {}, "update_time": "x"})",
            prop("update_time", "wrong type: expected integer, got string")},
@@ -118,7 +131,12 @@ std::vector<Case> plugin_set_cases() {
       {"", R"({"plugins": {}, "desc": ")" + std::string(257, 'd') + R"("})",
        prop("desc", "string too long, expected at most 256, got 257")},
       {"", R"({"plugins": "x"})", prop("plugins", "wrong type: expected object, got string")},
-      {"", R"({"plugins": {"limit-count": {"count": 1}}})", "unknown plugin [limit-count]"},
+      {"", R"({"plugins": {"key-auth": {}}})", "unknown plugin [key-auth]"},
+      {"", R"({"plugins": {"limit-count": {"count": 1, "time_window": 60}}})", ""},
+      {"", R"({"plugins": {"limit-count": {"count": 1, "time_window": 60,
+                                           "key_type": "header"}}})",
+       "failed to check the configuration of plugin limit-count err: property \"key_type\" "
+       "validation failed: matches none of the enum values"},
       {"", R"({"id": "a/b", "plugins": {}})", prop("id", "object matches none of the required")},
   };
 }
@@ -140,16 +158,26 @@ TEST(DecodeConsumerGroup, Cases) {
 }
 
 TEST(DecodePluginMetadata, NeedsAKnownPlugin) {
-  run_cases("plugin_metadata",
-            {
-                {"http-logger", R"({"log_format": {}})", "unknown plugin [http-logger]"},
-                {"", R"({"id": "http-logger"})", "unknown plugin [http-logger]"},
-                {"", R"({})", "missing plugin name"},
-                {"", R"({"id": 1})", "missing plugin name"},
-            });
-  auto m = decode_plugin_metadata("prometheus", Json::object());
-  ASSERT_FALSE(m.is_ok());
-  EXPECT_EQ(m.status().message(), "unknown plugin [prometheus]");
+  run_cases(
+      "plugin_metadata",
+      {
+          {"http-logger", R"({"log_format": {}})", "unknown plugin [http-logger]"},
+          {"", R"({"id": "http-logger"})", "unknown plugin [http-logger]"},
+          {"", R"({})", "missing plugin name"},
+          {"", R"({"id": 1})", "missing plugin name"},
+          {"prometheus", R"({})", ""},
+          {"", R"({"id": "prometheus"})", ""},
+          {"limit-count", R"({"limit_header": "X-Limit"})", ""},
+          {"prometheus", R"({"id": "limit-count"})", "wrong plugin_metadata id"},
+          {"prometheus", R"([])", "invalid configuration: wrong type: expected object, got array"},
+      });
+  auto m = decode_plugin_metadata("prometheus", Json::parse(R"({"id": "prometheus", "a": 1})"));
+  ASSERT_TRUE(m.is_ok()) << m.status().message();
+  EXPECT_EQ(m->id, "prometheus");
+  EXPECT_EQ(m->value, Json::parse(R"({"a": 1})"));
+  auto u = decode_plugin_metadata("key-auth", Json::object());
+  ASSERT_FALSE(u.is_ok());
+  EXPECT_EQ(u.status().message(), "unknown plugin [key-auth]");
 }
 
 TEST(DecodeProto, Cases) {

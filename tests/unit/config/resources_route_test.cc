@@ -179,12 +179,20 @@ TEST(DecodeRoute, FoldsSingularFormsIntoLists) {
   EXPECT_FALSE(r->timeout.has_value());
 }
 
-// The registry is empty until plugins land: every named plugin is unknown, and the error has no
-// `invalid configuration: ` prefix, as in APISIX. Schema errors come first.
+// A plugin that is not enabled is unknown, and the plugin errors have no `invalid
+// configuration: ` prefix, as in APISIX. Schema errors come first.
 TEST(DecodeRoute, ChecksPluginsAgainstTheRegistry) {
   const std::pair<const char*, const char*> cases[] = {
+      {R"({"uri": "/a", "plugins": {"key-auth": {"key": "k"}}})", "unknown plugin [key-auth]"},
       {R"({"uri": "/a", "plugins": {"limit-count": {"count": 2}}})",
-       "unknown plugin [limit-count]"},
+       R"(failed to check the configuration of plugin limit-count err: property "time_window" is required)"},
+      {R"({"uri": "/a", "plugins": {"limit-count": {"count": 2, "time_window": 0}}})",
+       R"(failed to check the configuration of plugin limit-count err: property "time_window" validation failed: expected 0 to be greater than 0)"},
+      {R"({"uri": "/a", "plugins": {"prometheus": {}, "limit-count": {"count": 2,
+           "time_window": 1, "policy": "redis"}}})",
+       R"(failed to check the configuration of plugin limit-count err: property "redis_host" is required)"},
+      {R"({"uri": "/a", "plugins": {"prometheus": {"prefer_name": []}}})",
+       R"(failed to check the configuration of plugin prometheus err: property "prefer_name" validation failed: wrong type: expected boolean, got array)"},
       {R"({"uri": "/a", "upstream_id": 1, "plugins": {"b": {}, "a": {}}})", "unknown plugin [a]"},
       {R"({"uri": "/a", "plugins": {"x": 1}})", "invalid plugin conf 1 for plugin [x]"},
       {R"({"uri": "/a", "plugins": {"x": {"_meta": {"disable": true}}}})", "unknown plugin [x]"},
@@ -199,6 +207,11 @@ TEST(DecodeRoute, ChecksPluginsAgainstTheRegistry) {
     ASSERT_FALSE(r.is_ok());
     EXPECT_EQ(r.status().message(), error);
   }
+  auto ok = decode_route(Json::parse(R"({"uri": "/a", "plugins": {
+      "limit-count": {"count": 2, "time_window": 60, "_meta": {"priority": 1}},
+      "prometheus": {"prefer_name": true}}})"));
+  ASSERT_TRUE(ok.is_ok()) << ok.status().message();
+  EXPECT_EQ(ok->plugins["limit-count"]["_meta"]["priority"], 1);
 }
 
 TEST(DecodeRoute, KeepsPluginsVarsAndTimeout) {

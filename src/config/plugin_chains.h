@@ -1,0 +1,34 @@
+#pragma once
+// Turns `plugins` objects into the chains a snapshot serves: merges a route's plugins with
+// its service's and plugin_config's, drops `_meta.disable`d and no-longer-enabled plugins,
+// builds each configured plugin once, and sorts them by priority.
+
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/status.h"
+#include "config/resources.h"
+#include "plugin/chain.h"
+#include "plugin/info.h"
+
+namespace sluice::config {
+
+// Later sources win per plugin name (APISIX: route > plugin_config > service). Null entries
+// are skipped.
+Json merge_plugins(std::initializer_list<const Json*> lowest_first);
+
+// A chain for `plugins` (an object, or null: no chain); `owner` scopes the plugins' state
+// ("route/1", "global_rule/2"). Plugins that are not enabled are skipped with a warning.
+// Errors name the plugin: `plugin limit-count: <why>`.
+common::StatusOr<std::shared_ptr<const plugin::Chain>> build_chain(
+    const Json& plugins, std::string_view owner, plugin::Shared& shared,
+    std::vector<std::string>* warnings);
+
+// The one chain of every global rule's plugins, or null when there are none.
+common::StatusOr<std::shared_ptr<const plugin::Chain>> build_global_chain(
+    const std::vector<GlobalRuleConf>& rules, plugin::Shared& shared,
+    std::vector<std::string>* warnings);
+
+}  // namespace sluice::config

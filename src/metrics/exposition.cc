@@ -1,0 +1,204 @@
+#include "metrics/exposition.h"
+
+#include <array>
+#include <map>
+
+#include "common/strings.h"
+#include "metrics/text_format.h"
+
+namespace sluice::metrics {
+namespace {
+
+using common::append_uint;
+
+// A route label set summed over workers.
+struct RouteTotals {
+  std::array<std::array<uint64_t, kBucketCells>, kLatencyTypeNames.size()> buckets{};
+  std::array<double, kLatencyTypeNames.size()> sums{};
+  uint64_t ingress = 0, egress = 0;
+};
+
+// Keyed by the series' own label text: it lives as long as the workers, which outlive render.
+using StatusTotals = std::map<std::string_view, uint64_t>;
+using RouteTotalsMap = std::map<std::string_view, RouteTotals>;
+
+void family_head(std::string& out, std::string_view name, std::string_view help,
+                 std::string_view type) {
+  out.append("# HELP ").append(name).append(" ").append(help).append("\n");
+  out.append("# TYPE ").append(name).append(" ").append(type).append("\n");
+}
+
+StatusTotals sum_status(std::span<const HttpMetrics* const> workers) {
+  StatusTotals totals;
+  for (const HttpMetrics* w : workers) {
+    for (const StatusSeries* s = w->status_head(); s != nullptr; s = s->next) {
+      totals[s->labels] += s->count.value();
+    }
+  }
+  return totals;
+}
+
+RouteTotalsMap sum_routes(std::span<const HttpMetrics* const> workers) {
+  RouteTotalsMap totals;
+  for (const HttpMetrics* w : workers) {
+    for (const RouteSeries* r = w->route_head(); r != nullptr; r = r->next) {
+      RouteTotals& t = totals[r->labels];
+      for (size_t type = 0; type < kLatencyTypeNames.size(); ++type) {
+        for (size_t b = 0; b < kBucketCells; ++b) {
+          t.buckets[type][b] += r->latency[type].buckets[b].value();
+        }
+        t.sums[type] += r->latency[type].sum.value();
+      }
+      t.ingress += r->ingress_bytes.value();
+      t.egress += r->egress_bytes.value();
+    }
+  }
+  return totals;
+}
+
+void render_status(std::string& out, const StatusTotals& totals) {
+  family_head(out, "apisix_http_status", "HTTP status codes per service in APISIX", "counter");
+  for (const auto& [labels, count] : totals) {
+    out.append("apisix_http_status{").append(labels).append("} ");
+    append_uint(out, count);
+    out.push_back('\n');
+  }
+}
+
+// The _bucket, _sum and _count lines of one histogram; `labels` ends with a comma.
+void render_histogram(std::string& out, std::string_view labels,
+                      const std::array<uint64_t, kBucketCells>& buckets, double sum) {
+  uint64_t cumulative = 0;
+  for (size_t b = 0; b < kBucketCells; ++b) {
+    cumulative += buckets[b];
+    out.append("apisix_http_latency_bucket{").append(labels).append("le=\"");
+    if (b < kLatencyBounds.size()) {
+      append_double(out, kLatencyBounds[b]);
+    } else {
+      out.append("+Inf");
+    }
+    out.append("\"} ");
+    append_uint(out, cumulative);
+    out.push_back('\n');
+  }
+  labels.remove_suffix(1);
+  out.append("apisix_http_latency_sum{").append(labels).append("} ");
+  append_double(out, sum);
+  out.append("\napisix_http_latency_count{").append(labels).append("} ");
+  append_uint(out, cumulative);
+  out.push_back('\n');
+}
+
+void render_latency(std::string& out, const RouteTotalsMap& totals) {
+  family_head(out, "apisix_http_latency",
+              "HTTP request latency in milliseconds per service in APISIX", "histogram");
+  std::string labels;
+  for (const auto& [route_labels, t] : totals) {
+    for (size_t type = 0; type < kLatencyTypeNames.size(); ++type) {
+      uint64_t count = 0;
+      for (uint64_t n : t.buckets[type]) {
+        count += n;
+      }
+      if (count == 0) {
+        continue;  // `upstream` where no request reached one
+      }
+      labels.clear();
+      append_label(labels, "type", kLatencyTypeNames[type]);
+      labels.append(",").append(route_labels).append(",");
+      render_histogram(out, labels, t.buckets[type], t.sums[type]);
+    }
+  }
+}
+
+void render_bandwidth(std::string& out, const RouteTotalsMap& totals) {
+  family_head(out, "apisix_bandwidth", "Total bandwidth in bytes consumed per service in APISIX",
+              "counter");
+  for (const auto& [labels, t] : totals) {
+    out.append("apisix_bandwidth{type=\"ingress\",").append(labels).append("} ");
+    append_uint(out, t.ingress);
+    out.append("\napisix_bandwidth{type=\"egress\",").append(labels).append("} ");
+    append_uint(out, t.egress);
+    out.push_back('\n');
+  }
+}
+
+uint64_t sum_conns(std::span<const ConnStats* const> conns,
+                   std::atomic<uint64_t> ConnStats::*field) {
+  uint64_t total = 0;
+  for (const ConnStats* c : conns) {
+    total += (c->*field).load(std::memory_order_relaxed);
+  }
+  return total;
+}
+
+void render_connections(std::string& out, std::span<const ConnStats* const> conns) {
+  family_head(out, "apisix_nginx_http_current_connections", "Number of HTTP connections", "gauge");
+  const std::pair<std::string_view, std::atomic<uint64_t> ConnStats::*> states[] = {
+      {"active", &ConnStats::active},   {"accepted", &ConnStats::accepted},
+      {"handled", &ConnStats::handled}, {"reading", &ConnStats::reading},
+      {"writing", &ConnStats::writing}, {"waiting", &ConnStats::waiting}};
+  for (const auto& [state, field] : states) {
+    out.append("apisix_nginx_http_current_connections{state=\"").append(state).append("\"} ");
+    append_uint(out, sum_conns(conns, field));
+    out.push_back('\n');
+  }
+  family_head(out, "apisix_http_requests_total",
+              "The total number of client requests since APISIX started", "gauge");
+  out.append("apisix_http_requests_total ");
+  append_uint(out, sum_conns(conns, &ConnStats::requests));
+  out.push_back('\n');
+}
+
+void render_node_and_dropped(std::string& out, const ExpositionInput& in) {
+  family_head(out, "apisix_node_info", "Info of APISIX node", "gauge");
+  out.append("apisix_node_info{");
+  append_label(out, "hostname", in.hostname);
+  out.push_back(',');
+  append_label(out, "version", in.version);
+  out.append("} 1\n");
+  family_head(out, "sluice_prometheus_dropped_samples_total",
+              "Samples the prometheus plugin did not record because a worker reached "
+              "plugin_attr.prometheus.max_label_sets",
+              "counter");
+  uint64_t dropped = 0;
+  for (const HttpMetrics* w : in.workers) {
+    dropped += w->dropped();
+  }
+  out.append("sluice_prometheus_dropped_samples_total ");
+  append_uint(out, dropped);
+  out.push_back('\n');
+}
+
+void render_gauges(std::string& out, std::span<const GaugeFamily> families) {
+  for (const GaugeFamily& f : families) {
+    family_head(out, f.name, f.help, "gauge");
+    for (const GaugeSample& s : f.samples) {
+      out.append(f.name);
+      for (size_t i = 0; i < s.labels.size(); ++i) {
+        out.push_back(i == 0 ? '{' : ',');
+        append_label(out, s.labels[i].name, s.labels[i].value);
+      }
+      out.append(s.labels.empty() ? " " : "} ");
+      append_double(out, s.value);
+      out.push_back('\n');
+    }
+  }
+}
+
+}  // namespace
+
+std::string render(const ExpositionInput& in) {
+  const StatusTotals status = sum_status(in.workers);
+  const RouteTotalsMap routes = sum_routes(in.workers);
+  std::string out;
+  out.reserve(1024 + status.size() * 160 + routes.size() * 7000);
+  render_status(out, status);
+  render_latency(out, routes);
+  render_bandwidth(out, routes);
+  render_connections(out, in.conns);
+  render_node_and_dropped(out, in);
+  render_gauges(out, in.gauges);
+  return out;
+}
+
+}  // namespace sluice::metrics

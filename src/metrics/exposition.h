@@ -1,0 +1,43 @@
+#pragma once
+// The Prometheus text exposition (format 0.0.4) of every worker's metrics, summed.
+
+#include <span>
+#include <string>
+#include <string_view>
+
+#include "metrics/conn_stats.h"
+#include "metrics/http_metrics.h"
+
+namespace sluice::metrics {
+
+// One label of an extra gauge sample.
+struct Label {
+  std::string_view name, value;
+};
+
+// One sample of an extra gauge family.
+struct GaugeSample {
+  std::span<const Label> labels;
+  double value = 0;
+};
+
+// A gauge family the caller computed (e.g. apisix_etcd_reachable, apisix_upstream_status);
+// printed after the built-in families, label values escaped.
+struct GaugeFamily {
+  std::string_view name, help;
+  std::span<const GaugeSample> samples;
+};
+
+// What one scrape shows. The pointed-to objects must outlive render().
+struct ExpositionInput {
+  std::span<const HttpMetrics* const> workers;
+  std::span<const ConnStats* const> conns;
+  std::string_view hostname, version;  // apisix_node_info's labels
+  std::span<const GaugeFamily> gauges;
+};
+
+// Thread: any (typically control). Reads the workers' cells while they keep recording; a
+// label set recorded by several workers prints once with the values summed.
+std::string render(const ExpositionInput& in);
+
+}  // namespace sluice::metrics

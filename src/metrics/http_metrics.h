@@ -1,0 +1,104 @@
+#pragma once
+// Worker-local HTTP metrics for the prometheus plugin: apisix_http_status, apisix_http_latency
+// and apisix_bandwidth cells, recorded without locks and summed by the renderer at scrape time.
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "metrics/cell.h"
+#include "metrics/series_index.h"
+
+namespace sluice::metrics {
+
+// The label values of one request, borrowed for the length of record().
+struct HttpLabels {
+  std::string_view route, service, consumer, node, matched_uri, matched_host;
+};
+
+// One finished request as the prometheus plugin saw it.
+struct HttpSample {
+  int code = 0;  // response status
+  HttpLabels labels;
+  double request_ms = 0;    // whole request
+  double upstream_ms = -1;  // < 0: no upstream was involved, no `upstream` observation
+  double apisix_ms = 0;     // request_ms - upstream_ms (or request_ms)
+  uint64_t ingress_bytes = 0, egress_bytes = 0;
+};
+
+// apisix_http_latency's bucket upper bounds in milliseconds (inclusive); +Inf follows.
+inline constexpr std::array<double, 15> kLatencyBounds = {
+    1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000, 30000, 60000};
+inline constexpr size_t kBucketCells = kLatencyBounds.size() + 1;
+
+// apisix_http_latency's `type` label, as an index into RouteSeries::latency.
+enum class LatencyType { kRequest, kUpstream, kApisix };
+inline constexpr std::array<std::string_view, 3> kLatencyTypeNames = {"request", "upstream",
+                                                                      "apisix"};
+
+// One latency histogram: per-bucket counts (not cumulative) and the sum; the count is the
+// buckets' total, so a scrape never shows _count and le="+Inf" disagreeing.
+// Thread: the owning worker calls observe(); any thread reads the cells
+struct Histogram {
+  std::array<Counter, kBucketCells> buckets;
+  DoubleSum sum;
+  void observe(double ms);
+};
+
+// One (route, service, consumer, node) label set: its three latency histograms and its
+// ingress/egress bytes.
+// Thread: the owning worker writes the cells; labels are immutable once published
+struct RouteSeries {
+  std::string labels;  // route="1",service="",consumer="",node="..." escaped
+  std::array<Histogram, kLatencyTypeNames.size()> latency;  // indexed by LatencyType
+  Counter ingress_bytes, egress_bytes;
+  const RouteSeries* next = nullptr;
+};
+
+// One apisix_http_status label set and its count.
+// Thread: the owning worker adds to count; labels are immutable once published
+struct StatusSeries {
+  std::string labels;  // code="200",route="1",... escaped and in APISIX's order
+  Counter count;
+  RouteSeries* route = nullptr;  // the same request's route set; only the worker follows it
+  const StatusSeries* next = nullptr;
+};
+
+// One worker's HTTP metrics. max_series caps the label sets held, status sets and route sets
+// counted together (a route set carries both latency and bandwidth). A sample that needs a new
+// set once the cap is reached is not recorded in that set's families and counts in dropped();
+// label sets already held keep recording. A status set is only made once its route set exists.
+// Thread: one worker calls record(); any thread calls dropped() and walks the heads
+class HttpMetrics {
+ public:
+  explicit HttpMetrics(size_t max_series) : max_series_(max_series) {}
+  HttpMetrics(const HttpMetrics&) = delete;
+  HttpMetrics& operator=(const HttpMetrics&) = delete;
+
+  // Allocates only when the sample brings a label set this worker has not seen.
+  void record(const HttpSample& s);
+
+  // Samples with at least one family not recorded because the cap was reached.
+  uint64_t dropped() const { return dropped_.value(); }
+  // Label sets held. Thread: the owning worker.
+  size_t series() const { return status_.size() + routes_.size(); }
+
+  // The newest series first; walk `next`. Valid while this object lives.
+  const StatusSeries* status_head() const { return status_.head(); }
+  const RouteSeries* route_head() const { return routes_.head(); }
+
+ private:
+  // Records into the route set under `key`, creating it if the cap allows; nullptr if not.
+  RouteSeries* record_route(const HttpSample& s, std::string_view key);
+  bool full() const { return series() >= max_series_; }
+
+  size_t max_series_;
+  SeriesIndex<StatusSeries> status_;
+  SeriesIndex<RouteSeries> routes_;
+  Counter dropped_;
+  std::string key_;  // lookup key, reused so a seen label set costs no allocation
+};
+
+}  // namespace sluice::metrics

@@ -1,0 +1,172 @@
+#include "plugin/chain.h"
+
+#include <time.h>
+
+#include <algorithm>
+
+namespace sluice::plugin {
+
+uint64_t monotonic_ns() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1000000000u + static_cast<uint64_t>(ts.tv_nsec);
+}
+
+void Context::reset() {
+  req = nullptr;
+  match = {};
+  route_id = service_id = matched_uri = matched_host = consumer = {};
+  route_name = service_name = {};
+  resp_headers.clear();
+  reply_status = 0;
+  reply_body.clear();
+  timed = false;
+  status = 0;
+  upstream_ip = {};
+  start_ns = upstream_start_ns = upstream_end_ns = 0;
+  bytes_in = bytes_out = 0;
+  phase = Phase::kRewrite;
+  cursor = 0;
+  skip_global = skip_route = 0;
+  pending = nullptr;
+  scratch.clear();
+}
+
+Chain::Chain(std::vector<Entry> entries) : entries_(std::move(entries)) {
+  std::stable_sort(entries_.begin(), entries_.end(), [](const Entry& a, const Entry& b) {
+    return a.priority != b.priority ? a.priority > b.priority : a.name < b.name;
+  });
+  if (entries_.size() > kMaxEntries) {
+    entries_.resize(kMaxEntries);  // the builder refuses more; this keeps the masks sound
+  }
+  for (size_t i = 0; i < entries_.size(); ++i) {
+    uint32_t bits = entries_[i].plugin->phases();
+    for (int p = 0; p < kPhaseCount; ++p) {
+      if ((bits & (1u << p)) != 0) {
+        by_phase_[p].push_back(static_cast<uint8_t>(i));
+      }
+    }
+    mask_ |= bits;
+    any_filter_ = any_filter_ || entries_[i].has_filter;
+  }
+}
+
+uint64_t Chain::filter_mask(const router::MatchContext& m) const {
+  if (!any_filter_) {
+    return 0;
+  }
+  uint64_t skip = 0;
+  for (size_t i = 0; i < entries_.size(); ++i) {
+    if (entries_[i].has_filter && !entries_[i].filter.eval(m)) {
+      skip |= uint64_t{1} << i;
+    }
+  }
+  return skip;
+}
+
+void prepare(const Chains& c, Context& ctx) {
+  ctx.skip_global = c.global != nullptr ? c.global->filter_mask(ctx.match) : 0;
+  ctx.skip_route = c.route != nullptr ? c.route->filter_mask(ctx.match) : 0;
+}
+
+namespace {
+
+// The entry at position `cursor` of phase `p` across both chains; null past the end.
+const Entry* at(const Chains& c, Phase p, size_t cursor) {
+  size_t gn = c.global != nullptr ? c.global->phase(p).size() : 0;
+  if (cursor < gn) {
+    return &c.global->entries()[c.global->phase(p)[cursor]];
+  }
+  cursor -= gn;
+  if (c.route == nullptr || cursor >= c.route->phase(p).size()) {
+    return nullptr;
+  }
+  return &c.route->entries()[c.route->phase(p)[cursor]];
+}
+
+// Whether `_meta.filter` said no to the entry at `cursor`.
+bool skipped(const Chains& c, const Context& ctx, Phase p, size_t cursor) {
+  size_t gn = c.global != nullptr ? c.global->phase(p).size() : 0;
+  if (cursor < gn) {
+    return (ctx.skip_global >> c.global->phase(p)[cursor] & 1) != 0;
+  }
+  return (ctx.skip_route >> c.route->phase(p)[cursor - gn] & 1) != 0;
+}
+
+Action call(const Entry& e, Phase p, Context& ctx) {
+  switch (p) {
+    case Phase::kRewrite:
+      return e.plugin->rewrite(ctx);
+    case Phase::kAccess:
+      return e.plugin->access(ctx);
+    case Phase::kBeforeProxy:
+      return e.plugin->before_proxy(ctx);
+    case Phase::kHeaderFilter:
+      e.plugin->header_filter(ctx);
+      return Action::kContinue;
+    case Phase::kLog:
+      e.plugin->log(ctx);
+      return Action::kContinue;
+  }
+  return Action::kContinue;
+}
+
+void apply_error_response(const Entry& e, Context& ctx) {
+  if (e.has_error_response) {
+    ctx.reply_body = e.error_response;
+  }
+}
+
+}  // namespace
+
+Action run_request(const Chains& c, Context& ctx, Phase last) {
+  for (; ctx.phase <= last;
+       ctx.phase = static_cast<Phase>(static_cast<int>(ctx.phase) + 1), ctx.cursor = 0) {
+    if (!c.has(ctx.phase)) {
+      continue;
+    }
+    for (const Entry* e; (e = at(c, ctx.phase, ctx.cursor)) != nullptr; ++ctx.cursor) {
+      if (skipped(c, ctx, ctx.phase, ctx.cursor)) {
+        continue;
+      }
+      Action a = call(*e, ctx.phase, ctx);
+      if (a == Action::kContinue) {
+        continue;
+      }
+      if (a == Action::kReply) {
+        apply_error_response(*e, ctx);
+      } else {
+        ctx.pending = e->plugin.get();
+      }
+      return a;
+    }
+  }
+  return Action::kContinue;
+}
+
+void resumed(const Chains& c, Context& ctx, Action a) {
+  ctx.pending = nullptr;
+  if (a == Action::kReply) {
+    if (const Entry* e = at(c, ctx.phase, ctx.cursor); e != nullptr) {
+      apply_error_response(*e, ctx);
+    }
+  }
+  ++ctx.cursor;
+}
+
+void run_response(const Chains& c, Context& ctx, Phase p) {
+  if (!c.has(p)) {
+    return;
+  }
+  for (size_t i = 0;; ++i) {
+    const Entry* e = at(c, p, i);
+    if (e == nullptr) {
+      return;
+    }
+    if (!skipped(c, ctx, p, i)) {
+      call(*e, p, ctx);
+    }
+  }
+}
+
+}  // namespace sluice::plugin

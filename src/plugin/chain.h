@@ -1,0 +1,81 @@
+#pragma once
+// A chain: the plugins of one route (or of all global rules), merged and sorted at config
+// time and split per phase, so a phase no plugin implements costs one bit test. The runner
+// plays the global chain before the route's in every phase, and can stop at a hook that
+// suspends the request and pick up after it.
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "plugin/plugin.h"
+#include "router/expr.h"
+
+namespace sluice::plugin {
+
+// One configured plugin in a chain, with what its `_meta` asked for.
+// Thread: any (immutable once in a Chain)
+struct Entry {
+  std::string name;
+  int priority = 0;
+  std::shared_ptr<const Plugin> plugin;
+  router::Expr filter;  // `_meta.filter`; empty: always runs
+  bool has_filter = false;
+  // `_meta.error_response`: replaces the body of this plugin's replies.
+  bool has_error_response = false;
+  std::string error_response;
+};
+
+// Thread: any (immutable)
+class Chain {
+ public:
+  // At most kMaxEntries plugins; sorted by priority, highest first (ties by name).
+  static constexpr size_t kMaxEntries = 64;
+  explicit Chain(std::vector<Entry> entries);
+  Chain() = default;
+
+  bool has(Phase p) const { return (mask_ & phase_bit(p)) != 0; }
+  bool empty() const { return entries_.empty(); }
+  bool timed() const { return has(Phase::kLog); }
+  const std::vector<Entry>& entries() const { return entries_; }
+  // Indexes into entries(), in run order, of the plugins implementing `p`.
+  std::span<const uint8_t> phase(Phase p) const { return by_phase_[static_cast<int>(p)]; }
+  // Bit i set: entry i's filter rejects this request.
+  uint64_t filter_mask(const router::MatchContext& m) const;
+
+ private:
+  std::vector<Entry> entries_;
+  std::array<std::vector<uint8_t>, kPhaseCount> by_phase_;
+  uint32_t mask_ = 0;
+  bool any_filter_ = false;
+};
+
+// The two chains a request runs: the snapshot's global rules and its route's (either may
+// be null).
+struct Chains {
+  const Chain* global = nullptr;
+  const Chain* route = nullptr;
+  bool has(Phase p) const {
+    return (global != nullptr && global->has(p)) || (route != nullptr && route->has(p));
+  }
+  bool timed() const { return has(Phase::kLog); }
+};
+
+// Evaluates the `_meta.filter`s once, while the request head is readable.
+void prepare(const Chains& c, Context& ctx);
+
+// Runs the request phases from ctx.phase / ctx.cursor through `last` (kAccess when no route
+// matched, else kBeforeProxy). kReply: ctx.reply_* are set; kPending: a hook suspended the
+// request and will call Host::resume, after which the caller runs this again.
+Action run_request(const Chains& c, Context& ctx, Phase last);
+
+// After a pending hook's answer: moves past it, and applies its error_response on kReply.
+void resumed(const Chains& c, Context& ctx, Action a);
+
+// Runs header_filter or log for every plugin implementing it.
+void run_response(const Chains& c, Context& ctx, Phase p);
+
+}  // namespace sluice::plugin

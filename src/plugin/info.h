@@ -1,0 +1,72 @@
+#pragma once
+// What Sluice knows about a plugin before any conf exists: its name, default priority, the
+// check APISIX's schema makes on a conf, the factory that turns a checked conf into a
+// configured Plugin, and its JSON schema for `GET /apisix/admin/plugins/{name}`.
+
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+
+#include "common/status.h"
+#include "plugin/plugin.h"
+
+namespace sluice::plugin {
+
+using Json = nlohmann::json;
+
+// Where a plugin conf sits; it picks the schema the conf is checked against (APISIX's
+// schema_type) and, for kStream, limits the names to stream plugins.
+enum class PluginUse {
+  kHttp,      // routes, services, global_rules, plugin_configs, consumer_groups
+  kConsumer,  // consumers (auth plugins have a consumer-side schema)
+  kStream,    // stream_routes
+  kMetadata,  // plugin_metadata: the conf is the plugin's metadata object
+};
+
+// Objects that outlive snapshots (limit-count's counters, say), made on first use, plus the
+// `plugin_attr` section of config.yaml.
+// Thread: control (the objects it hands out say their own thread rules)
+class Shared {
+ public:
+  Json attr = Json::object();  // config.yaml plugin_attr
+
+  template <class T, class Make>
+  std::shared_ptr<T> get(const std::string& key, Make&& make) {
+    auto it = objects_.find(key);
+    if (it == objects_.end()) {
+      it = objects_.emplace(key, std::shared_ptr<void>(make())).first;
+    }
+    return std::static_pointer_cast<T>(it->second);
+  }
+  // attr[name], or an empty object.
+  const Json& attr_of(std::string_view name) const;
+
+ private:
+  std::unordered_map<std::string, std::shared_ptr<void>> objects_;
+};
+
+// What a factory knows about where its conf sits.
+// Thread: control
+struct BuildEnv {
+  std::string_view owner;  // "route/1", "global_rule/2": the counters' and metrics' scope
+  Shared& shared;
+};
+
+// One known plugin.
+// Thread: any (immutable)
+struct PluginInfo {
+  std::string_view name;
+  int priority = 0;     // higher runs first within a phase
+  bool stream = false;  // also usable on stream_routes
+  // Checks one conf (without `_meta`); the error text is the part after `err: `.
+  // nullptr accepts any object.
+  common::Status (*check)(const Json& conf, PluginUse use) = nullptr;
+  // Builds the configured plugin from a conf `check` accepted (without `_meta`).
+  common::StatusOr<std::shared_ptr<const Plugin>> (*make)(const Json& conf,
+                                                          const BuildEnv& env) = nullptr;
+  std::string_view schema;  // JSON text
+};
+
+}  // namespace sluice::plugin

@@ -1,0 +1,144 @@
+#pragma once
+// The plugin interface: six named phases with do-nothing defaults, the per-request context a
+// hook sees, and what a hook may answer. Configured plugins are immutable objects built on
+// the control thread with the snapshot; whatever they keep per worker lives in WorkerLocal.
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+
+#include "http/message.h"
+#include "router/expr.h"
+
+namespace sluice::io {
+class EventLoop;
+}
+namespace sluice::metrics {
+class HttpMetrics;
+}
+
+namespace sluice::plugin {
+
+enum class Phase : uint8_t { kRewrite, kAccess, kBeforeProxy, kHeaderFilter, kLog };
+inline constexpr int kPhaseCount = 5;
+// APISIX's body_filter phase is accepted as a name in docs and schemas, but no built-in plugin
+// implements it yet; a plugin that does gets a sixth phase then, not an unused hook now.
+
+// What a request-phase hook (rewrite, access, before_proxy) tells the runner.
+enum class Action : uint8_t {
+  kContinue,  // run the next plugin
+  kReply,     // end the request with Context::reply_status / reply_body
+  kPending,   // the hook suspended the request (Host::suspend) and will resume it
+};
+
+struct Context;
+class Plugin;
+
+// The worker a request runs on, as the plugins see it: suspending a request for an
+// asynchronous answer and resuming it. Implemented by server::Worker.
+// Thread: worker
+class Host {
+ public:
+  virtual ~Host() = default;
+  // Marks `ctx`'s request as waiting; the token names it until resume() or its end.
+  virtual uint64_t suspend(Context& ctx) = 0;
+  // The waiting request's context, or nullptr when it has gone (client closed, timed out).
+  virtual Context* waiting(uint64_t token) = 0;
+  // Continues the suspended request's chain with the hook's final answer.
+  virtual void resume(uint64_t token, Action a) = 0;
+};
+
+// Per-worker state a plugin keeps across requests (connections, caches), created on first
+// use and kept for the worker's life.
+// Thread: worker
+class WorkerObject {
+ public:
+  virtual ~WorkerObject() = default;
+};
+
+// What a worker offers its plugins.
+// Thread: worker
+struct WorkerLocal {
+  int worker_id = 0;
+  io::EventLoop* loop = nullptr;
+  Host* host = nullptr;
+  metrics::HttpMetrics* http_metrics = nullptr;  // null when the prometheus plugin is off
+
+  // The worker's object named `key` of type T, made by `make()` on first use.
+  template <class T, class Make>
+  T& object(const std::string& key, Make&& make) {
+    auto it = objects_.find(key);
+    if (it == objects_.end()) {
+      it = objects_.emplace(key, make()).first;
+    }
+    return static_cast<T&>(*it->second);
+  }
+
+ private:
+  std::unordered_map<std::string, std::unique_ptr<WorkerObject>> objects_;
+};
+
+// One request as the plugins see it. Lives in the connection's reusable exchange state;
+// reset() between requests keeps the strings' capacity.
+// Thread: worker
+struct Context {
+  // Valid through the request phases (rewrite .. before_proxy); null afterwards.
+  const http::RequestHead* req = nullptr;
+  router::MatchContext match;  // the request, client address and port, for filters and vars
+  // Views into the pinned snapshot; empty when no route matched.
+  std::string_view route_id, service_id, matched_uri, matched_host;
+  std::string_view route_name, service_name;
+  std::string_view consumer;  // set by auth plugins
+  WorkerLocal* worker = nullptr;
+  void* conn = nullptr;  // the server's connection object; opaque to plugins
+
+  // Header lines ("Name: value\r\n") added to the response the client gets, whether it
+  // comes from the upstream or from the gateway.
+  std::string resp_headers;
+  // Set with Action::kReply: the status and (JSON) body of the gateway's answer.
+  int reply_status = 0;
+  std::string reply_body;
+
+  // Filled in as the request goes: the final status, the upstream node, byte counts and
+  // times (nanoseconds, CLOCK_MONOTONIC; 0 = did not happen). Times are taken only when a
+  // chain has a log hook (timed).
+  bool timed = false;
+  int status = 0;
+  std::string_view upstream_ip;
+  uint64_t start_ns = 0, upstream_start_ns = 0, upstream_end_ns = 0;
+  uint64_t bytes_in = 0, bytes_out = 0;
+
+  // Where a suspended chain resumes, and which plugins' `_meta.filter` said no (chain.cc).
+  Phase phase = Phase::kRewrite;
+  uint16_t cursor = 0;
+  uint64_t skip_global = 0, skip_route = 0;
+  // The plugin whose hook returned kPending; it reads its own conf from here on resume.
+  const Plugin* pending = nullptr;
+  // A buffer hooks may build text in (limit-count's key); its capacity is kept across
+  // requests, so steady state allocates nothing.
+  std::string scratch;
+
+  void reset();
+};
+
+// A configured plugin: one conf on one route (or global rule, service, plugin_config).
+// Thread: any (immutable)
+class Plugin {
+ public:
+  virtual ~Plugin() = default;
+  // Bit (1 << Phase) per phase this plugin implements; the chain lists it only there.
+  virtual uint32_t phases() const = 0;
+  virtual Action rewrite(Context&) const { return Action::kContinue; }
+  virtual Action access(Context&) const { return Action::kContinue; }
+  virtual Action before_proxy(Context&) const { return Action::kContinue; }
+  virtual void header_filter(Context&) const {}
+  virtual void log(Context&) const {}
+};
+
+inline constexpr uint32_t phase_bit(Phase p) { return 1u << static_cast<uint32_t>(p); }
+
+uint64_t monotonic_ns();
+
+}  // namespace sluice::plugin

@@ -1,0 +1,18 @@
+#include "plugins/builtin.h"
+
+#include <array>
+
+#include "plugins/limit_count/limit_count.h"
+#include "plugins/prometheus/prometheus.h"
+
+namespace sluice::plugins {
+
+std::span<const plugin::PluginInfo> builtin() {
+  static const std::array<plugin::PluginInfo, 2> kBuiltin{
+      limit_count::info(),  // 1002
+      prometheus::info(),   // 500
+  };
+  return kBuiltin;
+}
+
+}  // namespace sluice::plugins

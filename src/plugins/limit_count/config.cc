@@ -1,0 +1,142 @@
+#include "plugins/limit_count/config.h"
+
+#include "schema/checks.h"
+
+namespace sluice::plugins::limit_count {
+
+using common::Status;
+using common::StatusOr;
+using plugin::Json;
+using schema::as_bool;
+using schema::as_enum;
+using schema::as_integer;
+using schema::as_string;
+using schema::FieldDecoder;
+
+namespace {
+
+// An integer with exclusiveMinimum 0: the type is checked first, as jsonschema does.
+StatusOr<uint64_t> positive(const Json& v) {
+  auto i = as_integer(v, INT64_MIN, INT64_MAX);
+  if (!i.is_ok()) {
+    return i.status();
+  }
+  if (*i <= 0) {
+    return Status::error("expected " + schema::json_text(v) + " to be greater than 0");
+  }
+  return static_cast<uint64_t>(*i);
+}
+
+StatusOr<KeyType> key_type(const Json& v) {
+  auto s = as_enum(v, {"var", "var_combination", "constant"});
+  if (!s.is_ok()) {
+    return s.status();
+  }
+  return *s == "var" ? KeyType::kVar
+                     : (*s == "constant" ? KeyType::kConstant : KeyType::kVarCombination);
+}
+
+StatusOr<Policy> policy(const Json& v) {
+  auto s = as_enum(v, {"local", "redis", "redis-cluster"});
+  if (!s.is_ok()) {
+    return s.status();
+  }
+  return *s == "local" ? Policy::kLocal : (*s == "redis" ? Policy::kRedis : Policy::kRedisCluster);
+}
+
+StatusOr<int> small_int(const Json& v, int64_t min, int64_t max) {
+  auto i = as_integer(v, min, max);
+  if (!i.is_ok()) {
+    return i.status();
+  }
+  return static_cast<int>(*i);
+}
+
+void decode_redis(FieldDecoder& d, Conf* c) {
+  d.field("redis_username", &c->redis_username, [](const Json& v) { return as_string(v, 1); });
+  d.field("redis_password", &c->redis_password, [](const Json& v) { return as_string(v, 0); });
+  d.field("redis_timeout", &c->redis_timeout,
+          [](const Json& v) { return small_int(v, 1, 3600000); });
+  bool tls = false;
+  d.field("redis_ssl", &tls, as_bool);
+  if (tls) {
+    d.fail("redis_ssl: TLS to Redis is not supported by Sluice yet");
+  }
+  if (c->policy == Policy::kRedis) {
+    d.require({"redis_host"});
+    d.field("redis_host", &c->redis_host, [](const Json& v) { return as_string(v, 2); });
+    d.field("redis_port", &c->redis_port, [](const Json& v) { return small_int(v, 1, 65535); });
+    d.field("redis_database", &c->redis_database,
+            [](const Json& v) { return small_int(v, 0, 1 << 20); });
+  } else if (c->policy == Policy::kRedisCluster) {
+    d.require({"redis_cluster_nodes", "redis_cluster_name"});
+    d.field("redis_cluster_nodes", &c->redis_cluster_nodes, [](const Json& v) {
+      return schema::as_string_array(
+          v, [](const Json& s) { return as_string(s, 2, 100); }, 1);
+    });
+    d.field("redis_cluster_name", &c->redis_cluster_name,
+            [](const Json& v) { return as_string(v, 1); });
+  }
+}
+
+}  // namespace
+
+StatusOr<Conf> parse(const Json& conf) {
+  Conf c;
+  FieldDecoder d(conf);
+  d.require({"count", "time_window"});
+  d.field("count", &c.count, positive);
+  d.field("time_window", &c.time_window, positive);
+  d.field("key_type", &c.key_type, key_type);
+  d.field("key", &c.key, [](const Json& v) { return as_string(v, 1); });
+  d.field("rejected_code", &c.rejected_code, [](const Json& v) { return small_int(v, 200, 599); });
+  d.field("rejected_msg", &c.rejected_msg, [](const Json& v) { return as_string(v, 1); });
+  c.has_rejected_msg = d.has("rejected_msg");
+  d.field("policy", &c.policy, policy);
+  d.field("allow_degradation", &c.allow_degradation, as_bool);
+  d.field("show_limit_quota_header", &c.show_limit_quota_header, as_bool);
+  d.field("group", &c.group, [](const Json& v) { return as_string(v, 1); });
+  if (d.ok()) {
+    decode_redis(d, &c);
+  }
+  if (!d.ok()) {
+    return d.status();
+  }
+  return c;
+}
+
+Status check(const Json& conf, plugin::PluginUse use) {
+  if (use == plugin::PluginUse::kMetadata) {
+    return Status::ok();  // limit-count has no metadata schema: any object
+  }
+  auto c = parse(conf);
+  return c.is_ok() ? Status::ok() : c.status();
+}
+
+const char kSchema[] = R"JSON({
+  "type": "object",
+  "properties": {
+    "count": {"type": "integer", "exclusiveMinimum": 0},
+    "time_window": {"type": "integer", "exclusiveMinimum": 0},
+    "group": {"type": "string"},
+    "key": {"type": "string", "default": "remote_addr"},
+    "key_type": {"type": "string", "enum": ["var", "var_combination", "constant"], "default": "var"},
+    "rejected_code": {"type": "integer", "minimum": 200, "maximum": 599, "default": 503},
+    "rejected_msg": {"type": "string", "minLength": 1},
+    "policy": {"type": "string", "enum": ["local", "redis", "redis-cluster"], "default": "local"},
+    "allow_degradation": {"type": "boolean", "default": false},
+    "show_limit_quota_header": {"type": "boolean", "default": true},
+    "redis_host": {"type": "string", "minLength": 2},
+    "redis_port": {"type": "integer", "minimum": 1, "default": 6379},
+    "redis_username": {"type": "string", "minLength": 1},
+    "redis_password": {"type": "string", "minLength": 0},
+    "redis_database": {"type": "integer", "minimum": 0, "default": 0},
+    "redis_timeout": {"type": "integer", "minimum": 1, "default": 1000},
+    "redis_cluster_nodes": {"type": "array", "minItems": 1,
+                            "items": {"type": "string", "minLength": 2, "maxLength": 100}},
+    "redis_cluster_name": {"type": "string"}
+  },
+  "required": ["count", "time_window"]
+})JSON";
+
+}  // namespace sluice::plugins::limit_count

@@ -1,0 +1,183 @@
+#include "runtime/metrics_export.h"
+
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "codec/h1/parser.h"
+#include "common/log.h"
+#include "io/socket.h"
+
+namespace sluice::runtime {
+
+namespace {
+
+constexpr size_t kMaxRequest = 16384;
+constexpr uint32_t kIdleMs = 10000;
+
+}  // namespace
+
+// One scrape connection: read one request head, write one answer, close.
+// Thread: control
+class MetricsExport::Conn final : public io::IoHandler {
+ public:
+  Conn(MetricsExport& owner, int fd) : owner_(owner), fd_(fd) { owner_.loop_.arm(timer_, kIdleMs); }
+  ~Conn() override {
+    io::TimerQueue::cancel(timer_);
+    ::close(fd_);
+  }
+  int fd() const { return fd_; }
+
+  void on_io(uint32_t events) override {
+    if (answer_.empty() && !read_request()) {
+      return;
+    }
+    if (!answer_.empty()) {
+      write_answer();
+    }
+  }
+
+ private:
+  static void on_timeout(void* self) {
+    auto* c = static_cast<Conn*>(self);
+    c->owner_.close(c);
+  }
+
+  // False while the head is incomplete; closes the connection on EOF or garbage.
+  bool read_request() {
+    char buf[4096];
+    while (true) {
+      ssize_t n = ::recv(fd_, buf, sizeof(buf), 0);
+      if (n > 0) {
+        in_.append(buf, static_cast<size_t>(n));
+        if (in_.size() > kMaxRequest) {
+          break;
+        }
+        continue;
+      }
+      if (n < 0 && (errno == EAGAIN || errno == EINTR)) {
+        break;
+      }
+      owner_.close(this);
+      return false;
+    }
+    http::RequestHead head;
+    h1::ParseResult r = h1::parse_request(in_, h1::Limits{}, &head);
+    if (r.status == h1::ParseStatus::kIncomplete && in_.size() <= kMaxRequest) {
+      return false;
+    }
+    if (r.status != h1::ParseStatus::kComplete) {
+      answer(400, "text/plain", "bad request\n");
+    } else if (head.path != owner_.uri_) {
+      answer(404, "text/plain", "not found\n");
+    } else if (head.method != http::Method::kGet && head.method != http::Method::kHead) {
+      answer(405, "text/plain", "method not allowed\n");
+    } else {
+      std::string body = owner_.render_();
+      answer(200, "text/plain; version=0.0.4; charset=utf-8",
+             head.method == http::Method::kHead ? std::string_view() : body, body.size());
+    }
+    return true;
+  }
+
+  void answer(int status, std::string_view type, std::string_view body, size_t length = SIZE_MAX) {
+    const char* reason = status == 200 ? "OK" : status == 404 ? "Not Found" : "Bad Request";
+    answer_ = fmt::format(
+        "HTTP/1.1 {} {}\r\nContent-Type: {}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+        status, reason, type, length == SIZE_MAX ? body.size() : length);
+    answer_.append(body);
+  }
+
+  void write_answer() {
+    while (sent_ < answer_.size()) {
+      ssize_t n = ::send(fd_, answer_.data() + sent_, answer_.size() - sent_, MSG_NOSIGNAL);
+      if (n > 0) {
+        sent_ += static_cast<size_t>(n);
+        continue;
+      }
+      if (n < 0 && (errno == EAGAIN || errno == EINTR)) {
+        return;
+      }
+      break;
+    }
+    owner_.close(this);
+  }
+
+  MetricsExport& owner_;
+  int fd_;
+  io::Timer timer_{&Conn::on_timeout, this};
+  std::string in_;
+  std::string answer_;
+  size_t sent_ = 0;
+};
+
+MetricsExport::MetricsExport(io::EventLoop& loop, std::string uri,
+                             std::function<std::string()> render)
+    : loop_(loop), uri_(std::move(uri)), render_(std::move(render)) {}
+
+MetricsExport::~MetricsExport() {
+  for (auto& [raw, conn] : conns_) {
+    loop_.remove(raw->fd());
+  }
+  conns_.clear();
+  if (fd_ >= 0) {
+    loop_.remove(fd_);
+    ::close(fd_);
+  }
+}
+
+common::Status MetricsExport::listen(const std::string& ip, uint16_t port) {
+  io::SockAddr addr;
+  if (!io::make_sockaddr(ip, port, &addr)) {
+    return common::Status::error(fmt::format("bad export_addr {}:{}", ip, port));
+  }
+  int fd = ::socket(addr.storage.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  int one = 1;
+  ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+  if (fd < 0 || ::bind(fd, addr.get(), addr.len) != 0 || ::listen(fd, 128) != 0) {
+    int err = errno;
+    if (fd >= 0) {
+      ::close(fd);
+    }
+    return common::Status::error(
+        fmt::format("prometheus export server on {}:{}: {}", ip, port, strerror(err)));
+  }
+  fd_ = fd;
+  loop_.add(fd_, this, EPOLLIN | EPOLLET);
+  return common::Status::ok();
+}
+
+void MetricsExport::on_io(uint32_t) { accept_all(); }
+
+void MetricsExport::accept_all() {
+  while (true) {
+    int c = ::accept4(fd_, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
+    if (c < 0) {
+      if (errno == EINTR || errno == ECONNABORTED) {
+        continue;
+      }
+      return;  // EAGAIN, or out of descriptors: the next edge retries
+    }
+    auto conn = std::make_unique<Conn>(*this, c);
+    Conn* raw = conn.get();
+    conns_.emplace(raw, std::move(conn));
+    loop_.add(c, raw);
+  }
+}
+
+void MetricsExport::close(Conn* c) {
+  auto it = conns_.find(c);
+  if (it == conns_.end()) {
+    return;
+  }
+  loop_.remove(c->fd());
+  loop_.retire(std::move(it->second));
+  conns_.erase(it);
+}
+
+}  // namespace sluice::runtime
