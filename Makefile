@@ -66,7 +66,8 @@ clean-arm64:
 # Sanitizers: the whole suite under ASan + UBSan (the 1 GiB transfers and wrk load tests are
 # skipped there: they prove throughput, not memory safety, and take minutes under ASan), and
 # the cross-thread unit tests (event loop posts, workers serving while snapshots are
-# published) under TSan.
+# published, limit-count's node-wide counters hammered by 8 threads, metric cells read while
+# a worker records) under TSan.
 .PHONY: test-asan test-tsan
 ASAN_BUILD ?= build-asan
 TSAN_BUILD ?= build-tsan
@@ -86,7 +87,9 @@ $(TSAN_BUILD)/build.ninja:
 	  -DSLUICE_TSAN=ON -DSLUICE_BENCHMARKS=OFF
 
 test-tsan: $(TSAN_BUILD)/build.ninja
-	cmake --build $(TSAN_BUILD) -j $(JOBS) --target unit_io unit_server unit_plugins_limit_count
+	cmake --build $(TSAN_BUILD) -j $(JOBS) --target unit_io unit_server \
+	  unit_plugins_limit_count unit_metrics
 	$(TSAN_BUILD)/unit_io
 	$(TSAN_BUILD)/unit_server
 	$(TSAN_BUILD)/unit_plugins_limit_count
+	$(TSAN_BUILD)/unit_metrics
