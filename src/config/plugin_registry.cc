@@ -46,7 +46,7 @@ Status check_meta(const Json& meta) {
   }
   if (!filter.is_null()) {
     if (auto e = router::Expr::compile(filter); !e.is_ok()) {
-      return property_error("_meta", property_error("filter", e.status()));
+      return e.status();  // APISIX: "failed to validate the 'vars' expression: ..." as is
     }
   }
   return Status::ok();

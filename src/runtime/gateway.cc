@@ -1,7 +1,6 @@
 #include "runtime/gateway.h"
 
 #include <fmt/format.h>
-#include <fmt/ranges.h>
 #include <signal.h>
 #include <sys/resource.h>
 #include <sys/signalfd.h>
@@ -22,7 +21,6 @@
 #include "config/snapshot_builder.h"
 #include "config/standalone.h"
 #include "io/socket.h"
-#include "metrics/exposition.h"
 
 namespace sluice::runtime {
 
@@ -72,12 +70,16 @@ Gateway::Gateway(std::string config_path) : config_path_(std::move(config_path))
 
 Gateway::~Gateway() = default;
 
-common::Status Gateway::load_gateway_config() {
+common::StatusOr<config::GatewayConfig> Gateway::read_gateway_config() const {
   std::string text;
   if (!read_file(config_path_, &text)) {
     return common::Status::error(fmt::format("cannot read {}: {}", config_path_, strerror(errno)));
   }
-  auto conf = config::parse_gateway_config(text, config_dir_);
+  return config::parse_gateway_config(text, config_dir_);
+}
+
+common::Status Gateway::load_gateway_config() {
+  auto conf = read_gateway_config();
   if (!conf) {
     return conf.status();
   }
@@ -403,80 +405,6 @@ void Gateway::rebuild_now() {
     routes_file_changed();
     reload_routes(true);
   }
-}
-
-void Gateway::apply_plugin_settings() {
-  std::vector<std::string> unknown =
-      config::set_enabled_plugins(conf_.plugins_listed ? &conf_.plugins : nullptr);
-  if (!unknown.empty()) {
-    SLUICE_LOG(kWarn, "config.yaml: plugins: not built into Sluice, ignored: {}",
-               fmt::join(unknown, ", "));
-  }
-  plugin_shared_.attr = conf_.plugin_attr;
-}
-
-common::Status Gateway::reload_plugins() {
-  std::string text;
-  if (!read_file(config_path_, &text)) {
-    return common::Status::error(fmt::format("cannot read {}: {}", config_path_, strerror(errno)));
-  }
-  auto conf = config::parse_gateway_config(text, config_dir_);
-  if (!conf) {
-    return conf.status();
-  }
-  conf_.plugins_listed = conf->plugins_listed;
-  conf_.plugins = conf->plugins;
-  conf_.plugin_attr = conf->plugin_attr;
-  apply_plugin_settings();
-  SLUICE_LOG(
-      kNotice, "plugins reloaded: {}",
-      fmt::join(conf_.plugins_listed ? conf_.plugins : std::vector<std::string>{"(all)"}, ", "));
-  rebuild_now();
-  return common::Status::ok();
-}
-
-std::string Gateway::render_metrics() const {
-  std::vector<const metrics::HttpMetrics*> cells;
-  std::vector<const metrics::ConnStats*> conns;
-  for (size_t i = 0; i < workers_.size(); ++i) {
-    cells.push_back(http_metrics_[i].get());
-    conns.push_back(&workers_[i]->conn_stats());
-  }
-  char host[256] = {0};
-  gethostname(host, sizeof(host) - 1);
-  metrics::ExpositionInput in;
-  in.workers = cells;
-  in.conns = conns;
-  in.hostname = host;
-  in.version = SLUICE_VERSION;
-  // The embedded store is this node's config server, and it is always reachable; the
-  // standalone file has none, as in APISIX, which sets the gauge only when it uses etcd.
-  const metrics::GaugeSample reachable[] = {{{}, 1}};
-  const metrics::GaugeFamily gauges[] = {
-      {"apisix_etcd_reachable", "Config server etcd reachable from APISIX, 0 is unreachable",
-       reachable}};
-  if (embedded()) {
-    in.gauges = gauges;
-  }
-  return metrics::render(in);
-}
-
-// Started when the prometheus plugin is enabled; a port already taken is logged, not fatal:
-// the gateway serves traffic without its metrics rather than not at all.
-void Gateway::start_metrics_export() {
-  const config::PrometheusExport& pe = conf_.prometheus;
-  if (!pe.enabled || config::find_plugin("prometheus") == nullptr) {
-    return;
-  }
-  metrics_export_ =
-      std::make_unique<MetricsExport>(ctl_, pe.uri, [this] { return render_metrics(); });
-  common::Status st = metrics_export_->listen(pe.addr.ip, pe.addr.port);
-  if (!st) {
-    SLUICE_LOG(kError, "{}; metrics are not exported", st.message());
-    metrics_export_.reset();
-    return;
-  }
-  SLUICE_LOG(kNotice, "prometheus metrics on http://{}:{}{}", pe.addr.ip, pe.addr.port, pe.uri);
 }
 
 void Gateway::on_tick() {

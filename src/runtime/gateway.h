@@ -36,6 +36,7 @@ class Gateway {
  private:
   class SignalHandler;
 
+  common::StatusOr<config::GatewayConfig> read_gateway_config() const;
   common::Status load_gateway_config();
   // Applies config.yaml's `plugins` and `plugin_attr` (at start, SIGHUP and plugins/reload).
   void apply_plugin_settings();

@@ -107,7 +107,13 @@ StatusOr<Conf> parse(const Json& conf) {
 
 Status check(const Json& conf, plugin::PluginUse use) {
   if (use == plugin::PluginUse::kMetadata) {
-    return Status::ok();  // limit-count has no metadata schema: any object
+    // APISIX's metadata renames the X-RateLimit-* headers; refused rather than ignored.
+    if (!conf.empty()) {
+      return Status::error(
+          "limit-count metadata (limit_header, remaining_header, reset_header) is not "
+          "supported by Sluice yet");
+    }
+    return Status::ok();
   }
   auto c = parse(conf);
   return c.is_ok() ? Status::ok() : c.status();

@@ -167,7 +167,10 @@ TEST(DecodePluginMetadata, NeedsAKnownPlugin) {
           {"", R"({"id": 1})", "missing plugin name"},
           {"prometheus", R"({})", ""},
           {"", R"({"id": "prometheus"})", ""},
-          {"limit-count", R"({"limit_header": "X-Limit"})", ""},
+          {"limit-count", R"({"limit_header": "X-Limit"})",
+           "invalid configuration: limit-count metadata (limit_header, remaining_header, "
+           "reset_header) is not supported by Sluice yet"},
+          {"limit-count", R"({})", ""},
           {"prometheus", R"({"id": "limit-count"})", "wrong plugin_metadata id"},
           {"prometheus", R"([])", "invalid configuration: wrong type: expected object, got array"},
       });
