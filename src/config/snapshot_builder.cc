@@ -178,8 +178,10 @@ class Builder {
     if (common::Status st = add_chain(r, svc, &route); !st.is_ok()) {
       return st;
     }
-    route.uris = r.uris;
-    route.hosts = spec->hosts;
+    if (route.chain || snap_->global) {  // only plugins report the matched uri and host
+      route.uris = r.uris;
+      route.hosts = spec->hosts;
+    }
     snap_->routes.push_back(std::move(route));
     return common::Status::ok();
   }
@@ -204,8 +206,10 @@ class Builder {
     if (!r.plugins.is_object() && from_config == nullptr && from_service == nullptr) {
       return common::Status::ok();
     }
-    Json merged = merge_plugins({from_service, from_config, &r.plugins});
-    auto chain = build_chain(merged, "route/" + r.id, shared_, &out_.warnings);
+    auto chain = from_config == nullptr && from_service == nullptr
+                     ? build_chain(r.plugins, "route/" + r.id, shared_, &out_.warnings)
+                     : build_chain(merge_plugins({from_service, from_config, &r.plugins}),
+                                   "route/" + r.id, shared_, &out_.warnings);
     if (!chain.is_ok()) {
       return chain.status();
     }
@@ -256,11 +260,14 @@ common::StatusOr<BuildResult> build_snapshot(const ConfigSet& set, upstream::Dns
                                              uint64_t version, plugin::Shared* shared) {
   static plugin::Shared fallback;  // tests and tools that keep no plugin state across builds
   BuildResult out;
-  Builder b(set, dns, shared != nullptr ? *shared : fallback, out);
+  plugin::Shared& plugins = shared != nullptr ? *shared : fallback;
+  begin_chain_build(plugins);
+  Builder b(set, dns, plugins, out);
   common::Status st = b.build(version);
   if (!st) {
     return st;
   }
+  end_chain_build(plugins);
   return out;
 }
 

@@ -40,6 +40,8 @@ class Shared {
     }
     return std::static_pointer_cast<T>(it->second);
   }
+  // Drops the object named `key`; the next get() makes a new one.
+  void forget(const std::string& key) { objects_.erase(key); }
   // attr[name], or an empty object.
   const Json& attr_of(std::string_view name) const;
 

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include "common/log.h"
+#include "config/plugin_chains.h"
 #include "config/plugin_registry.h"
 #include "metrics/exposition.h"
 #include "runtime/gateway.h"
@@ -20,6 +21,7 @@ void Gateway::apply_plugin_settings() {
                fmt::join(unknown, ", "));
   }
   plugin_shared_.attr = conf_.plugin_attr;
+  plugin_shared_.forget(config::kChainCacheKey);  // chains are rebuilt with the new settings
 }
 
 common::Status Gateway::reload_plugins() {

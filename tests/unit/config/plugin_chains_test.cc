@@ -386,3 +386,51 @@ routes:
 
 }  // namespace
 }  // namespace sluice::config
+
+namespace sluice::config {
+namespace {
+
+const plugin::Chain* chain_of(const BuildResult& b, std::string_view id) {
+  const snapshot::Route* r = route_by_id(*b.snapshot, id);
+  return r != nullptr ? r->chain.get() : nullptr;
+}
+
+// An unchanged route keeps its chain object from one build to the next (so a change to one
+// route of many builds one chain); a changed conf, or forgetting the cache, builds a new one.
+TEST(SnapshotChains, UnchangedRoutesReuseTheirChain) {
+  auto set = parse_standalone(R"(
+routes:
+  - id: a
+    uri: /a
+    plugins: {limit-count: {count: 2, time_window: 60}}
+    upstream: {nodes: {"127.0.0.1:80": 1}}
+  - id: b
+    uri: /b
+    plugins: {prometheus: {}}
+    upstream: {nodes: {"127.0.0.1:80": 1}}
+#END
+)");
+  ASSERT_TRUE(set.is_ok()) << set.status().message();
+  upstream::DnsCache dns(30);
+  plugin::Shared shared;
+  auto first = build_snapshot(*set, dns, 1, &shared);
+  ASSERT_TRUE(first.is_ok()) << first.status().message();
+  auto again = build_snapshot(*set, dns, 2, &shared);
+  ASSERT_TRUE(again.is_ok());
+  EXPECT_EQ(chain_of(*first, "a"), chain_of(*again, "a"));
+  EXPECT_EQ(chain_of(*first, "b"), chain_of(*again, "b"));
+
+  set->routes[0].plugins["limit-count"]["count"] = 3;
+  auto changed = build_snapshot(*set, dns, 3, &shared);
+  ASSERT_TRUE(changed.is_ok());
+  EXPECT_NE(chain_of(*again, "a"), chain_of(*changed, "a"));
+  EXPECT_EQ(chain_of(*again, "b"), chain_of(*changed, "b"));
+
+  shared.forget(kChainCacheKey);
+  auto fresh = build_snapshot(*set, dns, 4, &shared);
+  ASSERT_TRUE(fresh.is_ok());
+  EXPECT_NE(chain_of(*changed, "b"), chain_of(*fresh, "b"));
+}
+
+}  // namespace
+}  // namespace sluice::config
