@@ -104,6 +104,8 @@ Action call(const Entry& e, Phase p, Context& ctx) {
     case Phase::kHeaderFilter:
       e.plugin->header_filter(ctx);
       return Action::kContinue;
+    case Phase::kBodyFilter:  // run_body_filter calls it with the piece
+      return Action::kContinue;
     case Phase::kLog:
       e.plugin->log(ctx);
       return Action::kContinue;
@@ -165,6 +167,21 @@ void run_response(const Chains& c, Context& ctx, Phase p) {
     }
     if (!skipped(c, ctx, p, i)) {
       call(*e, p, ctx);
+    }
+  }
+}
+
+void run_body_filter(const Chains& c, Context& ctx, std::string_view piece, bool eof) {
+  if (!c.has(Phase::kBodyFilter)) {
+    return;
+  }
+  for (size_t i = 0;; ++i) {
+    const Entry* e = at(c, Phase::kBodyFilter, i);
+    if (e == nullptr) {
+      return;
+    }
+    if (!skipped(c, ctx, Phase::kBodyFilter, i)) {
+      e->plugin->body_filter(ctx, piece, eof);
     }
   }
 }

@@ -78,4 +78,7 @@ void resumed(const Chains& c, Context& ctx, Action a);
 // Runs header_filter or log for every plugin implementing it.
 void run_response(const Chains& c, Context& ctx, Phase p);
 
+// Runs body_filter for every plugin implementing it, with one piece of the response body.
+void run_body_filter(const Chains& c, Context& ctx, std::string_view piece, bool eof);
+
 }  // namespace sluice::plugin

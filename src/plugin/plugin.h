@@ -21,10 +21,8 @@ class HttpMetrics;
 
 namespace sluice::plugin {
 
-enum class Phase : uint8_t { kRewrite, kAccess, kBeforeProxy, kHeaderFilter, kLog };
-inline constexpr int kPhaseCount = 5;
-// APISIX's body_filter phase is accepted as a name in docs and schemas, but no built-in plugin
-// implements it yet; a plugin that does gets a sixth phase then, not an unused hook now.
+enum class Phase : uint8_t { kRewrite, kAccess, kBeforeProxy, kHeaderFilter, kBodyFilter, kLog };
+inline constexpr int kPhaseCount = 6;
 
 // What a request-phase hook (rewrite, access, before_proxy) tells the runner.
 enum class Action : uint8_t {
@@ -134,6 +132,9 @@ class Plugin {
   virtual Action access(Context&) const { return Action::kContinue; }
   virtual Action before_proxy(Context&) const { return Action::kContinue; }
   virtual void header_filter(Context&) const {}
+  // Sees each piece of the response body as it leaves (`eof` with the last, possibly empty,
+  // piece). The piece is read-only: the body is streamed, never buffered for a plugin.
+  virtual void body_filter(Context&, std::string_view piece, bool eof) const {}
   virtual void log(Context&) const {}
 };
 

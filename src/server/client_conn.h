@@ -189,10 +189,10 @@ class ClientConn : public io::IoHandler, public proxy::UpstreamOwner {
   // The response in flight.
   http::BodyKind resp_body_ = http::BodyKind::kNone;
   uint64_t resp_left_ = 0;
-  bool resp_chunk_out_ = false;  // re-frame the body as chunked for the client
-  bool resp_done_ = false;       // the upstream body ended
-  bool last_chunk_sent_ = false;
-  bool piece_ = false;  // out_ holds a body piece (chunk_hdr in use)
+  bool resp_chunk_out_ = false;   // re-frame the body as chunked for the client
+  bool resp_done_ = false;        // the upstream body ended
+  bool last_chunk_sent_ = false;  // the body's end was handled (last chunk, body_filter eof)
+  bool piece_ = false;            // out_ holds a body piece (chunk_hdr in use)
 };
 
 }  // namespace sluice::server

@@ -206,6 +206,9 @@ ClientConn::Step ClientConn::produce_response_piece() {
 void ClientConn::add_response_data(std::string_view data) {
   piece_ = true;
   ex_->pctx.bytes_out += data.size();
+  if (plugins_) {
+    plugin::run_body_filter(ex_->chains, ex_->pctx, data, false);
+  }
   if (resp_chunk_out_) {
     size_t hl = h1::format_chunk_size(data.size(), ex_->chunk_hdr);
     out_.add({ex_->chunk_hdr, hl});
@@ -224,8 +227,13 @@ ClientConn::Step ClientConn::send_response() {
         return Step::kProgress;
       }
     }
-    if (resp_done_ && resp_chunk_out_ && !last_chunk_sent_) {
-      out_.add(h1::kLastChunk);
+    if (resp_done_ && !last_chunk_sent_) {
+      if (resp_chunk_out_) {
+        out_.add(h1::kLastChunk);
+      }
+      if (plugins_) {
+        plugin::run_body_filter(ex_->chains, ex_->pctx, {}, true);
+      }
       last_chunk_sent_ = true;
     }
     if (out_.empty()) {

@@ -20,6 +20,9 @@ void ClientConn::local_reply(int status, std::string_view body, bool close) {
   }
   if (reply_head(status, type, {}, body_text.size(), close)) {
     ex_->out_head += body_text;
+    if (plugins_) {
+      plugin::run_body_filter(ex_->chains, ex_->pctx, body_text, true);
+    }
   }
   out_.add(ex_->out_head);
 }

@@ -93,7 +93,7 @@ def make_redis(tmp_path):
 
 def _redis_conf(redis, **kw):
     c = {"count": 3, "time_window": 60, "policy": "redis", "redis_host": "127.0.0.1",
-         "redis_port": redis.port, "redis_timeout": 1000}
+         "redis_port": redis.port, "redis_timeout": 5000}  # generous: a loaded CI machine
     c.update(kw)
     return c
 
@@ -261,7 +261,7 @@ def _make_cluster(make_redis):
 def test_redis_cluster_policy(make_redis, make_gateway, upstream):
     nodes = _make_cluster(make_redis)
     conf = {"count": 2, "time_window": 60, "policy": "redis-cluster", "key_type": "var",
-            "key": "http_x_user", "redis_timeout": 1000, "redis_cluster_name": "sluice-test",
+            "key": "http_x_user", "redis_timeout": 5000, "redis_cluster_name": "sluice-test",
             # one seed node only: the others are learnt from the cluster
             "redis_cluster_nodes": ["127.0.0.1:%d" % nodes[1].port]}
     g1 = make_gateway(admin=True, workers=2)

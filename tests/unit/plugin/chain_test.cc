@@ -43,6 +43,8 @@ const char* phase_name(Phase p) {
       return "before_proxy";
     case Phase::kHeaderFilter:
       return "header_filter";
+    case Phase::kBodyFilter:
+      return "body_filter";
     case Phase::kLog:
       return "log";
   }
@@ -73,6 +75,10 @@ class Recorder final : public Plugin {
   Action before_proxy(Context& ctx) const override { return hit(Phase::kBeforeProxy, ctx); }
   void header_filter(Context& ctx) const override { hit(Phase::kHeaderFilter, ctx); }
   void log(Context& ctx) const override { hit(Phase::kLog, ctx); }
+  void body_filter(Context& ctx, std::string_view piece, bool eof) const override {
+    hit(Phase::kBodyFilter, ctx);
+    calls_->back() += "(" + std::string(piece) + (eof ? ",eof)" : ")");
+  }
 
  private:
   Action hit(Phase p, Context& ctx) const {
@@ -436,6 +442,27 @@ TEST(RunResponse, RunsEveryImplementingPluginGlobalFirst) {
   t.f.calls.clear();
   run_response(c, ctx, Phase::kLog);
   EXPECT_EQ(t.f.calls, (Calls{"g1:log", "r2:log"}));
+}
+
+TEST(RunBodyFilter, EachPieceReachesEveryBodyFilterGlobalFirst) {
+  Fakes f;
+  std::vector<Entry> g, r;
+  f.add(&g, "g", 10, phase_bit(Phase::kBodyFilter));
+  f.add(&r, "r", 20, phase_bit(Phase::kBodyFilter) | kLog);
+  f.add(&r, "quiet", 30, kLog);  // no body_filter: never called with a piece
+  Chain global(std::move(g)), route(std::move(r));
+  Chains c{&global, &route};
+  Context ctx;
+  run_body_filter(c, ctx, "hello ", false);
+  run_body_filter(c, ctx, "world", false);
+  run_body_filter(c, ctx, "", true);
+  EXPECT_EQ(f.calls,
+            (Calls{"g:body_filter(hello )", "r:body_filter(hello )", "g:body_filter(world)",
+                   "r:body_filter(world)", "g:body_filter(,eof)", "r:body_filter(,eof)"}));
+  f.calls.clear();
+  Chain none{std::vector<Entry>{}};
+  run_body_filter(Chains{&none, nullptr}, ctx, "x", true);
+  EXPECT_TRUE(f.calls.empty());
 }
 
 TEST(RunResponse, OnlyOneChain) {
