@@ -24,7 +24,9 @@ std::string_view build_key(std::string& buf, std::initializer_list<std::string_v
   for (std::string_view f : fields) {
     const auto n = static_cast<uint32_t>(f.size());
     std::memcpy(p, &n, sizeof(n));
-    std::memcpy(p + sizeof(n), f.data(), f.size());
+    if (n != 0) {  // an empty view may have a null data(), which memcpy must not see
+      std::memcpy(p + sizeof(n), f.data(), f.size());
+    }
     p += sizeof(n) + f.size();
   }
   return std::string_view(buf.data(), total);
