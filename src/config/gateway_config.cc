@@ -309,13 +309,11 @@ class Reader {
                   }}});
           }},
          {"limit-count", [&](auto& x, auto& p) {
-            cfg.plugin_attr["limit-count"] = Json::object();
+            // Checked here, read by the plugin from plugin_attr (plugin::Shared::attr).
+            Json& attr = cfg.plugin_attr["limit-count"] = Json::object();
             return walk(x, p, {{"local_keys", [&](auto& y, auto& q) {
                                   auto n = as_integer(y, 1024, int64_t{1} << 32);
-                                  if (n.is_ok()) {
-                                    cfg.plugin_attr["limit-count"]["local_keys"] = *n;
-                                  }
-                                  return assign(q, &cfg.limit_count_local_keys, n);
+                                  return assign(q, &attr["local_keys"], n);
                                 }}});
           }}});
   }

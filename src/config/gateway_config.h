@@ -92,8 +92,8 @@ struct GatewayConfig {
   bool plugins_listed = false;
   std::vector<std::string> plugins;
   PrometheusExport prometheus;
-  int64_t limit_count_local_keys = int64_t{1} << 20;  // plugin_attr.limit-count.local_keys
-  // plugin_attr as the plugins read it (plugin::Shared::attr).
+  // plugin_attr as the plugins read it (plugin::Shared::attr): limit-count.local_keys,
+  // checked; the plugin's default applies when absent.
   nlohmann::json plugin_attr = nlohmann::json::object();
   std::vector<std::string> warnings;  // one per unsupported key, naming its full path
 };

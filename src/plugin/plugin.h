@@ -44,7 +44,9 @@ class Host {
   virtual uint64_t suspend(Context& ctx) = 0;
   // The waiting request's context, or nullptr when it has gone (client closed, timed out).
   virtual Context* waiting(uint64_t token) = 0;
-  // Continues the suspended request's chain with the hook's final answer.
+  // Continues the suspended request's chain with the hook's final answer. Never from inside
+  // the hook that suspended: an answer that is ready at once is given from the loop later
+  // (redis::Client reports even immediate failures that way).
   virtual void resume(uint64_t token, Action a) = 0;
 };
 

@@ -174,8 +174,6 @@ class ClientConn : public io::IoHandler, public proxy::UpstreamOwner {
   bool plugins_ = false;                  // this exchange runs plugin chains (ex_->chains)
   bool writing_ = false;                  // counted in Worker::stats().writing
   uint64_t plugin_wait_ = 0;              // Worker::suspend token while a hook waits; 0 otherwise
-  bool early_resume_ = false;             // the hook's answer came before it returned kPending
-  plugin::Action early_action_ = plugin::Action::kContinue;
 
   // The upstream side.
   std::unique_ptr<proxy::UpstreamConn> up_;

@@ -76,39 +76,22 @@ void ClientConn::begin_plugins(const router::MatchContext& m) {
 
 bool ClientConn::run_request_plugins() {
   plugin::Phase last = route_ != nullptr ? plugin::Phase::kBeforeProxy : plugin::Phase::kAccess;
-  while (true) {
-    plugin::Action a = plugin::run_request(ex_->chains, ex_->pctx, last);
-    if (a == plugin::Action::kPending) {
-      if (!early_resume_) {
-        state_ = State::kPluginWait;
-        arm_timer(w_.settings().header_timeout_ms);  // the hook's own timeout comes first
-        return false;
-      }
-      // The hook's answer arrived before it returned (a fast failure): take it now.
-      early_resume_ = false;
-      a = early_action_;
-      plugin::resumed(ex_->chains, ex_->pctx, a);
-      if (a == plugin::Action::kContinue) {
-        continue;
-      }
-    }
-    if (a == plugin::Action::kReply) {
-      in_.consume(head_len_);
-      local_reply(ex_->pctx.reply_status, ex_->pctx.reply_body, false);
-      return false;
-    }
-    return true;
+  plugin::Action a = plugin::run_request(ex_->chains, ex_->pctx, last);
+  if (a == plugin::Action::kPending) {
+    state_ = State::kPluginWait;
+    arm_timer(w_.settings().header_timeout_ms);  // the hook's own timeout comes first
+    return false;
   }
+  if (a == plugin::Action::kReply) {
+    in_.consume(head_len_);
+    local_reply(ex_->pctx.reply_status, ex_->pctx.reply_body, false);
+    return false;
+  }
+  return true;
 }
 
 void ClientConn::on_plugin_resume(plugin::Action a) {
   plugin_wait_ = 0;
-  if (state_ != State::kPluginWait) {
-    // Still inside the hook that suspended: run_request_plugins picks this up.
-    early_resume_ = true;
-    early_action_ = a;
-    return;
-  }
   state_ = State::kReadHead;  // placeholder until the request moves on below
   plugin::resumed(ex_->chains, ex_->pctx, a);
   if (a == plugin::Action::kReply) {

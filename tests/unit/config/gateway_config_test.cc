@@ -228,7 +228,6 @@ TEST(GatewayConfig, PluginsAndPluginAttrDefaults) {
   EXPECT_EQ(c.prometheus.addr.port, 9091);
   EXPECT_EQ(c.prometheus.uri, "/apisix/prometheus/metrics");
   EXPECT_EQ(c.prometheus.max_label_sets, 10000);
-  EXPECT_EQ(c.limit_count_local_keys, int64_t{1} << 20);
   EXPECT_EQ(c.plugin_attr, nlohmann::json::object());
   // An empty list is a list: nothing is enabled.
   GatewayConfig none = parse_ok("plugins: []\n");
@@ -263,7 +262,6 @@ plugin_attr:
   EXPECT_EQ(c.prometheus.addr.ip, "0.0.0.0");
   EXPECT_EQ(c.prometheus.addr.port, 9100);
   EXPECT_EQ(c.prometheus.max_label_sets, 5);
-  EXPECT_EQ(c.limit_count_local_keys, 4096);
   EXPECT_EQ(c.plugin_attr, nlohmann::json::parse(R"({"limit-count": {"local_keys": 4096}})"));
 }
 

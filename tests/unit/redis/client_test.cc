@@ -110,7 +110,7 @@ class FakeServer {
 };
 
 TEST(RedisClientTest, CommandRoundTrip) {
-  SKIP_WITHOUT_REDIS();
+  REQUIRE_REDIS();
   RedisServer server;
   LoopThread lt;
   Recorder rec;
@@ -130,7 +130,7 @@ TEST(RedisClientTest, CommandRoundTrip) {
 }
 
 TEST(RedisClientTest, PipelinedRepliesComeBackInOrder) {
-  SKIP_WITHOUT_REDIS();
+  REQUIRE_REDIS();
   RedisServer server;
   LoopThread lt;
   Recorder rec;
@@ -155,7 +155,7 @@ TEST(RedisClientTest, PipelinedRepliesComeBackInOrder) {
 }
 
 TEST(RedisClientTest, CallbacksMayIssueCommands) {
-  SKIP_WITHOUT_REDIS();
+  REQUIRE_REDIS();
   RedisServer server;
   LoopThread lt;
   Recorder rec;
@@ -172,7 +172,7 @@ TEST(RedisClientTest, CallbacksMayIssueCommands) {
 }
 
 TEST(RedisClientTest, LargeValuesCrossManyReadsAndWrites) {
-  SKIP_WITHOUT_REDIS();
+  REQUIRE_REDIS();
   RedisServer server;
   LoopThread lt;
   Recorder rec;
@@ -188,7 +188,7 @@ TEST(RedisClientTest, LargeValuesCrossManyReadsAndWrites) {
 }
 
 TEST(RedisClientTest, AuthWithPassword) {
-  SKIP_WITHOUT_REDIS();
+  REQUIRE_REDIS();
   RedisServer server({"--requirepass", "s3cret"});
   LoopThread lt;
   Recorder rec;
@@ -208,7 +208,7 @@ TEST(RedisClientTest, AuthWithPassword) {
 }
 
 TEST(RedisClientTest, AuthWithAclUser) {
-  SKIP_WITHOUT_REDIS();
+  REQUIRE_REDIS();
   RedisServer server;
   ASSERT_EQ(server.cli({"ACL", "SETUSER", "limiter", "on", ">pw1", "~*", "+@all"}), "OK");
   LoopThread lt;
@@ -224,7 +224,7 @@ TEST(RedisClientTest, AuthWithAclUser) {
 }
 
 TEST(RedisClientTest, SelectsTheDatabase) {
-  SKIP_WITHOUT_REDIS();
+  REQUIRE_REDIS();
   RedisServer server;
   LoopThread lt;
   Recorder rec;
@@ -241,7 +241,7 @@ TEST(RedisClientTest, SelectsTheDatabase) {
 }
 
 TEST(RedisClientTest, EvalShaFallsBackToEvalOnNoScript) {
-  SKIP_WITHOUT_REDIS();
+  REQUIRE_REDIS();
   RedisServer server;
   LoopThread lt;
   Recorder rec;
@@ -275,7 +275,7 @@ TEST(RedisClientTest, EvalShaFallsBackToEvalOnNoScript) {
 }
 
 TEST(RedisClientTest, TimeoutFailsEveryPendingRequestAndReconnects) {
-  SKIP_WITHOUT_REDIS();
+  REQUIRE_REDIS();
   RedisServer server;
   LoopThread lt;
   Recorder rec;
@@ -304,7 +304,7 @@ TEST(RedisClientTest, TimeoutFailsEveryPendingRequestAndReconnects) {
 }
 
 TEST(RedisClientTest, SlowCommandTimesOutTheCommandsBehindIt) {
-  SKIP_WITHOUT_REDIS();
+  REQUIRE_REDIS();
   RedisServer server({"--enable-debug-command", "yes"});
   LoopThread lt;
   Recorder rec;
@@ -356,7 +356,7 @@ TEST(RedisClientTest, MalformedRepliesCloseTheConnection) {
 }
 
 TEST(RedisClientTest, ServerKilledFailsPendingThenReconnectsWhenBack) {
-  SKIP_WITHOUT_REDIS();
+  REQUIRE_REDIS();
   RedisServer server;
   LoopThread lt;
   Recorder rec;
@@ -384,7 +384,7 @@ TEST(RedisClientTest, ServerKilledFailsPendingThenReconnectsWhenBack) {
 }
 
 TEST(RedisClientTest, RefusedConnectFailsFastThenRecovers) {
-  SKIP_WITHOUT_REDIS();
+  REQUIRE_REDIS();
   const uint16_t port = testing::free_port();
   LoopThread lt;
   Recorder rec;
@@ -449,7 +449,7 @@ TEST(RedisClientTest, ConnectTimeoutWhenTheServerNeverAnswersTheSyn) {
 }
 
 TEST(RedisClientTest, EmptyCommandFailsWithoutDisturbingTheOthers) {
-  SKIP_WITHOUT_REDIS();
+  REQUIRE_REDIS();
   RedisServer server;
   LoopThread lt;
   Recorder rec;
@@ -470,7 +470,7 @@ TEST(RedisClientTest, EmptyCommandFailsWithoutDisturbingTheOthers) {
 }
 
 TEST(RedisClientTest, CancelledCallbacksAreNotCalledAndOrderIsKept) {
-  SKIP_WITHOUT_REDIS();
+  REQUIRE_REDIS();
   RedisServer server;
   LoopThread lt;
   Recorder rec;
@@ -491,7 +491,7 @@ TEST(RedisClientTest, CancelledCallbacksAreNotCalledAndOrderIsKept) {
 }
 
 TEST(RedisClientTest, DestroyingTheClientDropsPendingCallbacks) {
-  SKIP_WITHOUT_REDIS();
+  REQUIRE_REDIS();
   RedisServer server;
   LoopThread lt;
   Recorder rec;

@@ -82,7 +82,7 @@ class RedisClusterTest : public ::testing::Test {
  protected:
   void SetUp() override {
     if (!testing::have_redis()) {
-      GTEST_SKIP() << "skipped: /usr/bin/redis-server or redis-cli is not installed";
+      GTEST_FAIL() << "/usr/bin/redis-server or redis-cli is not installed (scripts/setup)";
     }
     const char* ranges[3][2] = {{"0", "5460"}, {"5461", "10922"}, {"10923", "16383"}};
     for (int i = 0; i < 3; ++i) {

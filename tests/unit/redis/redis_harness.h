@@ -38,12 +38,12 @@ inline constexpr char kRedisCli[] = "/usr/bin/redis-cli";
 
 inline bool have_redis() { return access(kRedisServer, X_OK) == 0 && access(kRedisCli, X_OK) == 0; }
 
-#define SKIP_WITHOUT_REDIS()                                                          \
-  do {                                                                                \
-    if (!::sluice::redis::testing::have_redis()) {                                    \
-      GTEST_SKIP() << "skipped: /usr/bin/redis-server or redis-cli is not installed " \
-                      "(apt-get install redis-server redis-tools)";                   \
-    }                                                                                 \
+#define REQUIRE_REDIS()                                                        \
+  do {                                                                         \
+    if (!::sluice::redis::testing::have_redis()) {                             \
+      GTEST_FAIL() << "/usr/bin/redis-server or redis-cli is not installed "   \
+                      "(scripts/setup installs redis-server and redis-tools)"; \
+    }                                                                          \
   } while (0)
 
 inline bool can_bind(uint16_t port) {
