@@ -3,7 +3,7 @@ BUILD ?= build
 JOBS ?= 2
 CONFIG ?= conf/config.yaml
 
-.PHONY: all build run test unit integration setup clean
+.PHONY: all build run test unit integration setup clean bench
 .PHONY: arm64 test-arm64 setup-arm64 clean-arm64
 
 all: build
@@ -24,7 +24,15 @@ unit: build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
 
 integration: build
-	/usr/bin/python3 -m pytest -q tests/integration
+	/usr/bin/python3 -m pytest -q tests/integration tests/bench_kit
+
+# The full default benchmark (docs/benchmark.md): Sluice, nginx, HAProxy and the upstream,
+# scenarios 1 and 2, 3 runs each, and the p99 <= 3 ms throughput search. BENCH_ARGS adds
+# options (e.g. BENCH_ARGS="--duration 10 --peer apisix=http://127.0.0.1:9080").
+BENCH_OUT ?= bench-out
+BENCH_ARGS ?=
+bench: build
+	$(BUILD)/sluice bench --out $(BENCH_OUT) $(BENCH_ARGS)
 
 test: unit integration
 

@@ -3,14 +3,29 @@
 #include <cstdio>
 #include <cstring>
 #include <string>
+#include <vector>
 
+#include "bench/commands.h"
 #include "runtime/gateway.h"
 
 namespace {
 
 constexpr const char* kUsage =
     "usage: sluice run [-c conf/config.yaml]   run the gateway in the foreground\n"
-    "       sluice version                     print the version\n";
+    "       sluice version                     print the version\n"
+    "       sluice bench load --url URL [...]  load generator, JSON on stdout (--help)\n"
+    "       sluice bench upstream [...]        built-in upstream for benchmarks (--help)\n"
+    "       sluice bench [...]                 the bench kit (tools/bench), e.g. --help\n";
+
+// `sluice bench load|upstream` run here; anything else goes to the Python kit.
+int bench(int argc, char** argv) {
+  std::string sub = argc > 2 ? argv[2] : "";
+  if (sub == "load" || sub == "upstream") {
+    std::vector<std::string> args(argv + 3, argv + argc);
+    return sub == "load" ? sluice::bench::load_main(args) : sluice::bench::upstream_main(args);
+  }
+  return sluice::bench::kit_main(std::vector<std::string>(argv + 2, argv + argc));
+}
 
 }  // namespace
 
@@ -23,6 +38,9 @@ int main(int argc, char** argv) {
   if (cmd == "version" || cmd == "--version" || cmd == "-v") {
     printf("sluice %s\n", SLUICE_VERSION);
     return 0;
+  }
+  if (cmd == "bench") {
+    return bench(argc, argv);
   }
   if (cmd != "run") {
     fputs(kUsage, stderr);

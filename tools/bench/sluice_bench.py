@@ -1,0 +1,23 @@
+#!/usr/bin/python3
+"""Entry point of `sluice bench` (the sluice binary execs this with SLUICE_BIN set).
+
+    sluice bench [options]                       run the benchmark (see --help)
+    sluice bench compare a.json b.json [--out D] put several machines' runs side by side
+"""
+
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from benchkit import compare_cli, runner  # noqa: E402
+
+
+def main(argv):
+    if argv and argv[0] == "compare":
+        return compare_cli.main(argv[1:])
+    return runner.main(argv)
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
