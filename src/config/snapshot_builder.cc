@@ -104,6 +104,7 @@ class Builder {
     }
     int n = static_cast<int>(up->nodes.size());
     up->retries = c.retries.value_or(n > 0 ? n - 1 : 0);
+    up->retry_timeout_ms = static_cast<uint32_t>(std::min(c.retry_timeout * 1000.0, 4e9));
     if (c.timeout) {
       up->timeouts = to_timeouts(*c.timeout);
     }

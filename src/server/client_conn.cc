@@ -284,25 +284,17 @@ void ClientConn::on_timeout(void* self) {
 void ClientConn::handle_timeout() {
   switch (state_) {
     case State::kConnect:
-      SLUICE_LOG(kWarn, "upstream {} connect timed out", up_ ? up_->key() : "");
-      release_upstream(false);
-      if (tries_left_ > 0) {
-        --tries_left_;
-        if (connect_next()) {
-          return;
-        }
-      }
-      upstream_failed(504, "connect timeout");
+      try_next_or_fail(504, "connect timeout");
       return;
     case State::kSendRequest:
       if (!ex_->up_out.empty()) {
-        upstream_failed(504, "send timeout");
+        try_next_or_fail(504, "send timeout");
       } else {
         close_now();  // the client stopped sending its body
       }
       return;
     case State::kReadResponse:
-      upstream_failed(504, "read timeout");
+      try_next_or_fail(504, "read timeout");
       return;
     case State::kAdminWait:
       admin_timed_out();

@@ -105,6 +105,14 @@ class ClientConn : public io::IoHandler, public proxy::UpstreamOwner {
   void finish_exchange();
   void release_upstream(bool reusable);
   void upstream_failed(int status, const char* why);
+  // After a failed try (`status` 502 for an error, 504 for a timeout): another node when the
+  // request may be sent again and tries and retry_timeout allow it, else answers `status`.
+  void try_next_or_fail(int status, const char* why);
+  // The request may go to another node: no response byte reached the client, no body byte
+  // left the client buffer, and a non-idempotent request reached no upstream.
+  bool can_send_again() const;
+  bool retry_allowed();
+  void note_try(int status);
   bool can_retry_idle_failure() const;
   void local_reply(int status, std::string_view body, bool close);
   // Starts any gateway-made response: builds status line, Server, Date, Content-Type (when
@@ -178,9 +186,12 @@ class ClientConn : public io::IoHandler, public proxy::UpstreamOwner {
   // The upstream side.
   std::unique_ptr<proxy::UpstreamConn> up_;
   int node_ = -1;
-  uint64_t tried_ = 0;  // bit per node already tried
-  int tries_left_ = 0;  // further nodes we may still try on connect failure
+  uint64_t tried_ = 0;         // bit per node already tried
+  int tries_left_ = 0;         // further nodes we may still try (Upstream::retries)
+  uint64_t first_try_ms_ = 0;  // loop time of the first try, for retry_timeout
   bool up_reused_ = false;
+  bool req_written_ = false;  // a byte of the request went to an upstream
+  bool body_taken_ = false;   // a byte of the request body left in_ for an upstream
   bool retried_idle_ = false;
   bool response_started_ = false;  // a byte of the response reached the client outbox
 

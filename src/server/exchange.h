@@ -24,6 +24,7 @@ struct Exchange {
   std::string client_host;  // the client's Host, kept past req's views for pass_host
   std::string xff;          // incoming X-Forwarded-For values, joined
   std::string real_ip;      // the client address a trusted proxy named, when it did
+  std::string up_statuses;  // each upstream try's status, "502, 504, 200" ($upstream_status)
   io::Outbox up_out;
   h1::ChunkedDecoder req_chunked;
   h1::ChunkedDecoder resp_chunked;

@@ -65,6 +65,9 @@ void ClientConn::start_exchange() {
   response_started_ = false;
   retried_idle_ = false;
   tried_ = 0;
+  req_written_ = false;
+  body_taken_ = false;
+  ex_->up_statuses.clear();
   client_ip_ = peer_ip_;
   client_addr_ = peer_addr_;
   if (!w_.settings().real_ip.trusted.empty()) [[unlikely]] {
@@ -132,6 +135,7 @@ void ClientConn::route_request() {
     out_.add(kContinue);
   }
   tries_left_ = up_conf_->retries;
+  first_try_ms_ = w_.loop().now_ms();
   if (!connect_next()) {
     upstream_failed(502, "no node reachable");
   }
@@ -235,10 +239,46 @@ bool ClientConn::connect_next() {
     if (take_or_connect(node, false)) {
       return true;
     }
-    if (tries_left_-- <= 0) {
+    note_try(502);
+    if (!retry_allowed()) {
       return false;
     }
   }
+}
+
+void ClientConn::note_try(int status) {
+  std::string& s = ex_->up_statuses;
+  if (!s.empty()) {
+    s.append(", ");
+  }
+  common::append_uint(s, static_cast<uint64_t>(status));
+}
+
+bool ClientConn::can_send_again() const {
+  return !response_started_ && !body_taken_ && (!req_written_ || http::is_idempotent(method_));
+}
+
+// Spends one of the tries left, if the request may be sent again and retry_timeout allows.
+bool ClientConn::retry_allowed() {
+  if (tries_left_ <= 0 || !can_send_again()) {
+    return false;
+  }
+  if (up_conf_->retry_timeout_ms != 0 &&
+      w_.loop().now_ms() - first_try_ms_ >= up_conf_->retry_timeout_ms) {
+    return false;
+  }
+  --tries_left_;
+  return true;
+}
+
+void ClientConn::try_next_or_fail(int status, const char* why) {
+  SLUICE_LOG(kWarn, "upstream {}: {}", up_ ? up_->key() : std::string("-"), why);
+  note_try(status);
+  release_upstream(false);
+  if (retry_allowed() && connect_next()) {
+    return;
+  }
+  upstream_failed(status, why);
 }
 
 bool ClientConn::take_or_connect(int node, bool fresh) {
@@ -288,11 +328,7 @@ ClientConn::Step ClientConn::send_request() {
     int err = io::socket_error(up_->fd());
     if (err != 0) {
       SLUICE_LOG(kError, "connect to {} failed: {}", up_->key(), strerror(err));
-      release_upstream(false);
-      if (tries_left_-- > 0 && connect_next()) {
-        return Step::kProgress;
-      }
-      upstream_failed(502, "connect failed");
+      try_next_or_fail(502, "connect failed");
       return Step::kProgress;
     }
     up_->connected = true;
@@ -325,6 +361,7 @@ ClientConn::Step ClientConn::send_request() {
     int err = 0;
     io::Outbox::Result r = ex_->up_out.flush(up_->fd(), &err);
     if (r == io::Outbox::Result::kBlocked) {
+      req_written_ = true;  // perhaps only part of it
       up_->writable = false;
       arm_timer(route_->timeouts.send_ms);
       return Step::kWait;
@@ -332,6 +369,7 @@ ClientConn::Step ClientConn::send_request() {
     if (r == io::Outbox::Result::kError) {
       return upstream_write_failed(err);
     }
+    req_written_ = true;
     in_.consume(up_out_consume_);
     up_out_consume_ = 0;
     up_piece_ = false;
@@ -345,7 +383,7 @@ ClientConn::Step ClientConn::upstream_write_failed(int err) {
     release_upstream(false);
     retried_idle_ = true;
     if (!take_or_connect(node, true)) {
-      upstream_failed(502, "reconnect failed");
+      try_next_or_fail(502, "reconnect failed");
     }
     return Step::kProgress;
   }
@@ -357,7 +395,7 @@ ClientConn::Step ClientConn::upstream_write_failed(int err) {
     state_ = State::kReadResponse;
     return Step::kProgress;
   }
-  upstream_failed(502, "upstream write failed");
+  try_next_or_fail(502, "upstream write failed");
   return Step::kProgress;
 }
 
@@ -365,6 +403,7 @@ ClientConn::Step ClientConn::upstream_write_failed(int err) {
 ClientConn::Step ClientConn::produce_request_piece() {
   while (true) {
     if (!in_.empty()) {
+      body_taken_ = true;  // from here on the body cannot be sent to another node
       if (req_body_ == http::BodyKind::kLength) {
         size_t n = static_cast<size_t>(std::min<uint64_t>(req_left_, in_.size()));
         ex_->up_out.add({in_.data(), n});

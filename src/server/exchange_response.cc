@@ -58,6 +58,7 @@ ClientConn::Step ClientConn::read_response_head() {
           continue;
         }
         if (ex_->resp.status == 101) {
+          note_try(502);
           upstream_failed(502, "protocol upgrade is not supported");
           return Step::kProgress;
         }
@@ -67,6 +68,7 @@ ClientConn::Step ClientConn::read_response_head() {
         return Step::kProgress;
       }
       if (r.status == h1::ParseStatus::kError) {
+        note_try(502);  // a broken head is not tried elsewhere (nginx: invalid_header is opt-in)
         upstream_failed(502, r.error);
         return Step::kProgress;
       }
@@ -80,11 +82,11 @@ ClientConn::Step ClientConn::read_response_head() {
         release_upstream(false);
         retried_idle_ = true;
         if (!take_or_connect(node, true)) {
-          upstream_failed(502, "reconnect failed");
+          try_next_or_fail(502, "reconnect failed");
         }
         return Step::kProgress;
       }
-      upstream_failed(502, "upstream closed before the response head");
+      try_next_or_fail(502, "upstream closed before the response head");
       return Step::kProgress;
     }
     if (s == Step::kWait) {
@@ -140,6 +142,11 @@ void ClientConn::build_response_head() {
     h.append(hd.name).append(": ").append(hd.value).append("\r\n");
   }
   h.append(st.server_header);
+  note_try(ex_->resp.status);
+  if (ex_->resp.status >= 500) {
+    // APISIX: tells an upstream's 5xx from the gateway's own, with every try's status.
+    h.append("X-APISIX-Upstream-Status: ").append(ex_->up_statuses).append("\r\n");
+  }
   if (plugins_) {
     h.append(ex_->pctx.resp_headers);
   }

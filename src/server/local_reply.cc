@@ -52,6 +52,10 @@ bool ClientConn::reply_head(int status, std::string_view content_type,
     h.append("Content-Type: ").append(content_type).append("\r\n");
   }
   h.append(extra_headers);
+  if (status >= 500 && !ex_->up_statuses.empty()) {
+    // The gateway's 502/504 after its tries (APISIX sets it from $upstream_status).
+    h.append("X-APISIX-Upstream-Status: ").append(ex_->up_statuses).append("\r\n");
+  }
   if (plugins_) {
     h.append(ex_->pctx.resp_headers);
   }

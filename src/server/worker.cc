@@ -275,6 +275,7 @@ std::unique_ptr<Exchange> Worker::take_exchange() {
   }
   auto ex = std::move(free_exchanges_.back());
   free_exchanges_.pop_back();
+  ex->up_statuses.clear();  // read by any reply; the rest is set before it is read
   return ex;
 }
 

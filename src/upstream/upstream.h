@@ -38,7 +38,8 @@ struct Upstream {
   std::string id;      // resource id, or "route:<id>" for an inline upstream
   uint32_t index = 0;  // position in the snapshot's upstream list
   std::vector<Node> nodes;
-  int retries = 0;  // extra tries on connect failure
+  int retries = 0;                // further nodes tried after a failed try (errors, timeouts)
+  uint32_t retry_timeout_ms = 0;  // no new try this long after the first began; 0: unlimited
   Timeouts timeouts;
   uint32_t pool_size = 320;
   uint32_t pool_idle_ms = 60000;
