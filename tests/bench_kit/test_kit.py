@@ -217,3 +217,17 @@ def test_sigterm_mid_run_stops_everything(tmp_path):
     finally:
         shutil.rmtree(work, ignore_errors=True)
     assert not (tmp_path / "o" / "results.json").exists()
+
+
+def test_compare_through_the_sluice_command(tmp_path, results_pair):
+    a, b = tmp_path / "a.json", tmp_path / "b.json"
+    a.write_text(json.dumps(results_pair[0]))
+    b.write_text(json.dumps(results_pair[1]))
+    out = tmp_path / "cmp"
+    r = bench("compare", str(a), str(b), "--out", str(out), timeout=30)
+    assert r.returncode == 0, r.stderr
+    report = (out / "report.md").read_text()
+    for res in results_pair:
+        assert res["machine"]["arch"] in report
+    for chart in ("qps.svg", "latency.svg"):
+        ET.parse(out / chart)
