@@ -115,8 +115,39 @@ class Builder {
                     : c.pass_host == PassHost::kRewrite ? upstream::PassHost::kRewrite
                                                         : upstream::PassHost::kPass;
     up->upstream_host = c.upstream_host;
+    set_balancer(c, up.get());
     snap_->upstreams.push_back(std::move(up));
     return snap_->upstreams.back().get();
+  }
+
+  // The balancer type and, for chash, the compiled key and the ring (built once here, shared
+  // by every worker).
+  static void set_balancer(const UpstreamConf& c, upstream::Upstream* up) {
+    using upstream::HashOn;
+    switch (c.type) {
+      case BalancerType::kRoundRobin:
+        up->type = upstream::BalancerType::kRoundRobin;
+        break;
+      case BalancerType::kChash:
+        up->type = upstream::BalancerType::kChash;
+        break;
+      case BalancerType::kLeastConn:
+        up->type = upstream::BalancerType::kLeastConn;
+        break;
+      case BalancerType::kEwma:
+        up->type = upstream::BalancerType::kEwma;
+        break;
+    }
+    up->key = c.key;
+    up->hash_on = c.hash_on == "header"              ? HashOn::kHeader
+                  : c.hash_on == "cookie"            ? HashOn::kCookie
+                  : c.hash_on == "consumer"          ? HashOn::kConsumer
+                  : c.hash_on == "vars_combinations" ? HashOn::kVarsCombinations
+                                                     : HashOn::kVars;
+    if (up->type == upstream::BalancerType::kChash) {
+      up->hash_key = upstream::HashKey::compile(up->hash_on, up->key);
+      up->ring = upstream::ChashRing::build(up->nodes);
+    }
   }
 
   common::Status add_route(const RouteConf& r, router::RouteSpec* spec) {

@@ -22,6 +22,7 @@
 #include "server/exchange.h"
 #include "server/listener.h"
 #include "snapshot/snapshot.h"
+#include "upstream/balancer.h"
 
 namespace sluice::server {
 
@@ -89,6 +90,12 @@ class ClientConn : public io::IoHandler, public proxy::UpstreamOwner {
   void end_plugins();
   void forget_plugin_wait();
   bool connect_next();
+  // Load balancing (exchange_balancer.cc): the chash key's hash (0 unless chash), the next
+  // node to try, and the start and end of a try on a node (for least_conn and ewma).
+  uint64_t balancer_hash() const;
+  int pick_node();
+  void node_started(int node);
+  void node_finished(bool completed);
   bool take_or_connect(int node, bool fresh);
   void set_host_line(int node);
   Step produce_request_piece();
@@ -192,6 +199,11 @@ class ClientConn : public io::IoHandler, public proxy::UpstreamOwner {
   bool up_reused_ = false;
   bool req_written_ = false;  // a byte of the request went to an upstream
   bool body_taken_ = false;   // a byte of the request body left in_ for an upstream
+  uint64_t lb_hash_ = 0;              // chash: the key's hash, taken while the head is readable
+  upstream::Balancer* lb_ = nullptr;  // told about the try on lb_node_ (when still current)
+  int lb_node_ = -1;                  // the node of the try in flight; -1 when none
+  uint64_t lb_generation_ = 0;        // Worker::balancer_generation() when the try began
+  uint64_t lb_start_ms_ = 0;
   bool retried_idle_ = false;
   bool response_started_ = false;  // a byte of the response reached the client outbox
 

@@ -125,6 +125,7 @@ void ClientConn::route_request() {
     local_reply(status, msg, false);
     return;
   }
+  lb_hash_ = balancer_hash();
   build_upstream_head();
   in_.consume(head_len_);  // ex_->req's views are dead from here on
   if (plugins_) {
@@ -229,7 +230,7 @@ void ClientConn::set_host_line(int node) {
 
 bool ClientConn::connect_next() {
   while (true) {
-    int node = w_.cursor(*up_conf_).pick(*up_conf_, tried_);
+    int node = pick_node();
     if (node < 0) {
       return false;
     }
@@ -284,6 +285,7 @@ void ClientConn::try_next_or_fail(int status, const char* why) {
 bool ClientConn::take_or_connect(int node, bool fresh) {
   const upstream::Node& n = up_conf_->nodes[node];
   node_ = node;
+  node_started(node);
   if (plugins_ && ex_->pctx.timed) {
     ex_->pctx.upstream_ip = n.ip;
     if (ex_->pctx.upstream_start_ns == 0) {
@@ -466,6 +468,7 @@ bool ClientConn::can_retry_idle_failure() const {
 }
 
 void ClientConn::release_upstream(bool reusable) {
+  node_finished(false);
   if (!up_) {
     return;
   }

@@ -281,6 +281,7 @@ void ClientConn::finish_exchange() {
   }
   bool reusable = ex_->resp.keep_alive && resp_body_ != http::BodyKind::kUntilClose &&
                   req_body_done_ && up_->in().empty();
+  node_finished(true);
   release_upstream(reusable);
   snap_.reset();
   route_ = nullptr;

@@ -52,8 +52,9 @@ void Worker::run() {
 void Worker::publish(snapshot::SnapshotPtr snap) {
   loop_.post([this, snap = std::move(snap)]() mutable {
     snapshot_ = std::move(snap);
-    cursors_.clear();
-    cursors_.resize(snapshot_ ? snapshot_->upstreams.size() : 0);
+    balancers_.clear();
+    balancers_.resize(snapshot_ ? snapshot_->upstreams.size() : 0);
+    ++balancer_generation_;
   });
 }
 
@@ -99,7 +100,19 @@ void Worker::maybe_finish_drain() {
   }
 }
 
-upstream::RoundRobin& Worker::cursor(const upstream::Upstream& up) { return cursors_[up.index]; }
+upstream::Balancer& Worker::balancer(const upstream::Upstream& up) {
+  std::unique_ptr<upstream::Balancer>* slot = nullptr;
+  if (snapshot_ && up.index < snapshot_->upstreams.size() &&
+      snapshot_->upstreams[up.index].get() == &up) [[likely]] {
+    slot = &balancers_[up.index];
+  } else {
+    slot = &stray_[static_cast<size_t>(up.type)];
+  }
+  if (!*slot) [[unlikely]] {
+    *slot = upstream::make_balancer(up, (static_cast<uint64_t>(id_) << 32) + up.index + 1);
+  }
+  return **slot;
+}
 
 void Worker::accept_client(int fd, const io::SockAddr& peer, uint16_t local_port, ConnCounter* cap,
                            ListenerKind kind) {

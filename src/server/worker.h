@@ -1,6 +1,6 @@
 #pragma once
 // A worker: one thread's event loop with its listeners, client connections, upstream pool,
-// balancer cursors and the snapshot it currently serves. Shared-nothing: the control thread
+// balancers and the snapshot it currently serves. Shared-nothing: the control thread
 // talks to it only through EventLoop::post.
 
 #include <cstdint>
@@ -54,7 +54,12 @@ class Worker final : public plugin::Host {
   io::EventLoop& loop() { return loop_; }
   const Settings& settings() const { return *settings_; }
   const snapshot::SnapshotPtr& snapshot() const { return snapshot_; }
-  upstream::RoundRobin& cursor(const upstream::Upstream& up);
+  // The balancer of `up` in this worker. `up` belongs to the snapshot the request pinned; when
+  // that is no longer the current one, a stand-in of the same type answers.
+  upstream::Balancer& balancer(const upstream::Upstream& up);
+  // Changes whenever the balancers are replaced (a new snapshot): a try that began under
+  // another generation is not reported to the current balancers.
+  uint64_t balancer_generation() const { return balancer_generation_; }
   proxy::Pool& pool() { return pool_; }
   bool draining() const { return draining_; }
   void accept_client(int fd, const io::SockAddr& peer, uint16_t local_port, ConnCounter* cap,
@@ -105,7 +110,11 @@ class Worker final : public plugin::Host {
   ClientConn* idle_tail_ = nullptr;
   io::EventLoop loop_;
   snapshot::SnapshotPtr snapshot_;
-  std::vector<upstream::RoundRobin> cursors_;  // by Upstream::index of snapshot_
+  // By Upstream::index of snapshot_, made on first use; stray_ by BalancerType, for requests
+  // still on an older snapshot.
+  std::vector<std::unique_ptr<upstream::Balancer>> balancers_;
+  std::unique_ptr<upstream::Balancer> stray_[4];
+  uint64_t balancer_generation_ = 0;
   proxy::Pool pool_;
   std::vector<std::unique_ptr<Listener>> listeners_;
   // Declared before clients_: a connection's destructor unregisters itself from it.

@@ -1,33 +1,43 @@
 #include "upstream/balancer.h"
 
-#include <limits>
+#include "upstream/chash_balancer.h"
+#include "upstream/ewma.h"
+#include "upstream/least_conn.h"
 
 namespace sluice::upstream {
 
-namespace {
-bool eligible(const Node& n, size_t i, uint64_t exclude) {
-  if (n.weight <= 0 || !n.resolved) {
-    return false;
+std::unique_ptr<Balancer> make_balancer(const Upstream& up, uint64_t seed) {
+  switch (up.type) {
+    case BalancerType::kChash:
+      return std::make_unique<ChashBalancer>();
+    case BalancerType::kLeastConn:
+      return std::make_unique<LeastConn>();
+    case BalancerType::kEwma:
+      return std::make_unique<Ewma>(seed);
+    case BalancerType::kRoundRobin:
+      break;
   }
-  return i >= 64 || (exclude & (uint64_t{1} << i)) == 0;
+  return std::make_unique<RoundRobin>();
 }
-}  // namespace
+
+bool top_priority(const Upstream& up, uint64_t exclude, int* top) {
+  bool found = false;
+  for (size_t i = 0; i < up.nodes.size(); ++i) {
+    if (eligible(up.nodes[i], i, exclude) && (!found || up.nodes[i].priority > *top)) {
+      *top = up.nodes[i].priority;
+      found = true;
+    }
+  }
+  return found;
+}
 
 int RoundRobin::pick(const Upstream& up, uint64_t exclude) {
   const auto& nodes = up.nodes;
   if (current_.size() != nodes.size()) {
     current_.assign(nodes.size(), 0);
   }
-  // The highest priority that still has an eligible node.
-  bool found = false;
-  int top = std::numeric_limits<int>::min();
-  for (size_t i = 0; i < nodes.size(); ++i) {
-    if (eligible(nodes[i], i, exclude) && (!found || nodes[i].priority > top)) {
-      top = nodes[i].priority;
-      found = true;
-    }
-  }
-  if (!found) {
+  int top = 0;
+  if (!top_priority(up, exclude, &top)) {
     return -1;
   }
   int64_t total = 0;

@@ -1,17 +1,20 @@
 #pragma once
 // An upstream as workers see it: resolved nodes, timeouts and pool settings. Immutable once
-// published; per-worker mutable state (balancer cursors, pools) lives beside it, indexed by
-// `index`.
+// published (the chash ring included); per-worker mutable state (balancers, pools) lives
+// beside it, indexed by `index`.
 
 #include <cstdint>
 #include <string>
 #include <vector>
 
 #include "io/socket.h"
+#include "upstream/chash_ring.h"
+#include "upstream/hash_key.h"
 
 namespace sluice::upstream {
 
 enum class PassHost { kPass, kNode, kRewrite };
+enum class BalancerType : uint8_t { kRoundRobin, kChash, kLeastConn, kEwma };
 
 // Thread: any (immutable)
 struct Node {
@@ -40,6 +43,11 @@ struct Upstream {
   std::vector<Node> nodes;
   int retries = 0;                // further nodes tried after a failed try (errors, timeouts)
   uint32_t retry_timeout_ms = 0;  // no new try this long after the first began; 0: unlimited
+  BalancerType type = BalancerType::kRoundRobin;
+  HashOn hash_on = HashOn::kVars;  // chash only, as is everything down to ring
+  std::string key;                 // as configured
+  HashKey hash_key;                // hash_on + key, compiled
+  ChashRing ring;
   Timeouts timeouts;
   uint32_t pool_size = 320;
   uint32_t pool_idle_ms = 60000;

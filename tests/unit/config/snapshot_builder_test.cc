@@ -168,5 +168,38 @@ routes:
             std::string::npos);
 }
 
+TEST(SnapshotBuilderTest, UpstreamBalancerFields) {
+  BuildResult r = build_ok(R"(
+upstreams:
+  - id: rr
+    nodes: {"127.0.0.1:81": 1}
+  - id: ch
+    type: chash
+    hash_on: header
+    key: X-User
+    nodes: {"127.0.0.1:81": 1, "127.0.0.1:82": 2}
+  - id: lc
+    type: least_conn
+    nodes: {"127.0.0.1:81": 1}
+  - id: ew
+    type: ewma
+    nodes: {"127.0.0.1:81": 1}
+)");
+  const auto& ups = r.snapshot->upstreams;
+  ASSERT_EQ(ups.size(), 4u);
+  EXPECT_EQ(ups[0]->type, upstream::BalancerType::kRoundRobin);
+  EXPECT_EQ(ups[0]->ring.size(), 0u);  // only chash upstreams get a ring
+  EXPECT_EQ(ups[1]->type, upstream::BalancerType::kChash);
+  EXPECT_EQ(ups[1]->hash_on, upstream::HashOn::kHeader);
+  EXPECT_EQ(ups[1]->key, "X-User");
+  EXPECT_EQ(ups[1]->ring.size(), 3 * upstream::ChashRing::kPointsPerWeight);
+  http::RequestHead req;
+  req.headers[req.num_headers++] = http::Header{"X-User", "alice"};
+  router::MatchContext ctx{&req, "10.0.0.1", {}, 9080};
+  EXPECT_EQ(ups[1]->hash_key.text(ctx, ""), "alice");
+  EXPECT_EQ(ups[2]->type, upstream::BalancerType::kLeastConn);
+  EXPECT_EQ(ups[3]->type, upstream::BalancerType::kEwma);
+}
+
 }  // namespace
 }  // namespace sluice::config

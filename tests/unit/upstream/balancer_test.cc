@@ -5,6 +5,10 @@
 #include <map>
 #include <string>
 
+#include "upstream/chash_balancer.h"
+#include "upstream/ewma.h"
+#include "upstream/least_conn.h"
+
 namespace sluice::upstream {
 namespace {
 
@@ -70,6 +74,17 @@ TEST(RoundRobinTest, EmptyUpstreamPicksNothing) {
   RoundRobin rr;
   Upstream up;
   EXPECT_EQ(rr.pick(up), -1);
+}
+
+TEST(BalancerTest, MadeForTheUpstreamsType) {
+  Upstream up = make({{1, 0}});
+  EXPECT_NE(dynamic_cast<RoundRobin*>(make_balancer(up, 1).get()), nullptr);
+  up.type = BalancerType::kChash;
+  EXPECT_NE(dynamic_cast<ChashBalancer*>(make_balancer(up, 1).get()), nullptr);
+  up.type = BalancerType::kLeastConn;
+  EXPECT_NE(dynamic_cast<LeastConn*>(make_balancer(up, 1).get()), nullptr);
+  up.type = BalancerType::kEwma;
+  EXPECT_NE(dynamic_cast<Ewma*>(make_balancer(up, 1).get()), nullptr);
 }
 
 }  // namespace
