@@ -142,9 +142,10 @@ void ClientConn::build_response_head() {
     h.append(hd.name).append(": ").append(hd.value).append("\r\n");
   }
   h.append(st.server_header);
-  note_try(ex_->resp.status);
   if (ex_->resp.status >= 500) {
-    // APISIX: tells an upstream's 5xx from the gateway's own, with every try's status.
+    // APISIX: tells an upstream's 5xx from the gateway's own, with every try's status (failed
+    // tries noted theirs; a successful one's is needed only here).
+    note_try(ex_->resp.status);
     h.append("X-APISIX-Upstream-Status: ").append(ex_->up_statuses).append("\r\n");
   }
   if (plugins_) {
