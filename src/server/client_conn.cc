@@ -285,6 +285,7 @@ void ClientConn::handle_timeout() {
   switch (state_) {
     case State::kConnect:
       SLUICE_LOG(kWarn, "upstream {} connect timed out", up_ ? up_->key() : "");
+      up_conf_->report_failure(node_, health::Failure::kTimeout);
       release_upstream(false);
       if (tries_left_ > 0) {
         --tries_left_;
@@ -302,6 +303,7 @@ void ClientConn::handle_timeout() {
       }
       return;
     case State::kReadResponse:
+      up_conf_->report_failure(node_, health::Failure::kTimeout);
       upstream_failed(504, "read timeout");
       return;
     case State::kAdminWait:

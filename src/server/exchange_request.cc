@@ -225,7 +225,7 @@ void ClientConn::set_host_line(int node) {
 
 bool ClientConn::connect_next() {
   while (true) {
-    int node = w_.cursor(*up_conf_).pick(*up_conf_, tried_);
+    int node = w_.cursor(*up_conf_).pick(*up_conf_, tried_ | up_conf_->unhealthy_mask());
     if (node < 0) {
       return false;
     }
@@ -268,6 +268,7 @@ bool ClientConn::take_or_connect(int node, bool fresh) {
   int fd = io::connect_nonblocking(n.addr);
   if (fd < 0) {
     SLUICE_LOG(kError, "connect to {} failed: {}", n.addr_key, strerror(-fd));
+    up_conf_->report_failure(node, health::Failure::kTcp);
     return false;
   }
   up_ = std::make_unique<proxy::UpstreamConn>(fd, n.addr_key);
@@ -288,6 +289,7 @@ ClientConn::Step ClientConn::send_request() {
     int err = io::socket_error(up_->fd());
     if (err != 0) {
       SLUICE_LOG(kError, "connect to {} failed: {}", up_->key(), strerror(err));
+      up_conf_->report_failure(node_, health::Failure::kTcp);
       release_upstream(false);
       if (tries_left_-- > 0 && connect_next()) {
         return Step::kProgress;

@@ -61,6 +61,7 @@ ClientConn::Step ClientConn::read_response_head() {
           upstream_failed(502, "protocol upgrade is not supported");
           return Step::kProgress;
         }
+        up_conf_->report_status(node_, ex_->resp.status);
         build_response_head();
         b.consume(r.consumed);
         state_ = State::kSendResponse;
@@ -84,6 +85,7 @@ ClientConn::Step ClientConn::read_response_head() {
         }
         return Step::kProgress;
       }
+      up_conf_->report_failure(node_, health::Failure::kTcp);
       upstream_failed(502, "upstream closed before the response head");
       return Step::kProgress;
     }
