@@ -1,6 +1,7 @@
 #include "health/probe.h"
 
 #include <openssl/err.h>
+#include <openssl/x509v3.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -113,12 +114,17 @@ bool Probe::begin_tls() {
   }
   std::string host = host_only(conf_.host.empty() ? target_.host_header : conf_.host);
   io::SockAddr literal;
-  if (!host.empty() && !io::make_sockaddr(host, 0, &literal)) {  // SNI takes names only
+  const bool is_ip = io::make_sockaddr(host, 0, &literal);
+  if (!host.empty() && !is_ip) {  // SNI takes names only
     SSL_set_tlsext_host_name(ssl_, host.c_str());
   }
   if (conf_.https_verify_certificate) {
     SSL_set_verify(ssl_, SSL_VERIFY_PEER, nullptr);
-    SSL_set1_host(ssl_, host.c_str());
+    if (is_ip) {
+      X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl_), host.c_str());
+    } else {
+      SSL_set1_host(ssl_, host.c_str());
+    }
   } else {
     SSL_set_verify(ssl_, SSL_VERIFY_NONE, nullptr);
   }
