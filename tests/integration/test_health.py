@@ -3,6 +3,8 @@ take a failing node out within the thresholds and bring it back, passive checks 
 node answering 500s, every node down still balances across all of them, the
 apisix_upstream_status gauge, and the Admin API's refusal of passive-only checks."""
 
+import shutil
+import subprocess
 import time
 
 from fake_upstream import echo, fixed
@@ -94,6 +96,17 @@ def test_active_tcp_check_of_a_stopped_node(make_gateway, make_upstream):
     limit = FAILURES * INTERVAL + TIMEOUT + 1
     assert _wait(lambda: _status(gw)[(name, port)] == 0, limit) is not None, _status(gw)
     assert set(_served_by(gw, n=12)) == {"a", "c"}  # no request waits on the dead node
+
+    text = scrape(gw).body.decode()
+    assert "# HELP apisix_upstream_status Upstream status from health check\n" \
+           "# TYPE apisix_upstream_status gauge\n" in text
+    assert 'apisix_upstream_status{name="%s",ip="127.0.0.1",port="%d"} 0\n' % (name, port) in text
+    promtool = shutil.which("promtool")
+    if promtool:  # test_plugins_prometheus.py insists on it; here it is a bonus
+        p = subprocess.run([promtool, "check", "metrics"], input=text, capture_output=True,
+                           text=True, timeout=30)
+        out = p.stdout + p.stderr  # lint about APISIX's own names is expected, errors are not
+        assert "error" not in out.lower() and "apisix_upstream_status" not in out, out
 
     b2 = make_upstream("b", port=port)
     back = _wait(lambda: "b" in _served_by(gw, n=6), SUCCESSES * INTERVAL + 1)
