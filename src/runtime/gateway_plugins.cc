@@ -1,5 +1,6 @@
 // The Gateway's plugin settings: the enabled set and plugin_attr (at start, SIGHUP and
-// PUT /apisix/admin/plugins/reload), and the prometheus export server over the workers' cells.
+// PUT /apisix/admin/plugins/reload), and the prometheus export server over the workers' cells
+// and the upstreams' health (apisix_upstream_status).
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
