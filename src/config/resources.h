@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -13,6 +14,7 @@
 #include <vector>
 
 #include "common/status.h"
+#include "health/checks.h"
 
 namespace sluice::config {
 
@@ -59,7 +61,8 @@ struct UpstreamConf {
   std::string scheme = "http";  // http | https | grpc | grpcs
   std::string hash_on = "vars";
   std::string key;
-  Json checks;  // kept verbatim until health checks exist; null when absent
+  Json checks;  // as sent (GET returns it unchanged); null when absent
+  std::shared_ptr<const health::Checks> health_checks;  // its typed form; null when absent
   int64_t create_time = 0, update_time = 0;
 };
 

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include "config/field_decoder.h"
+#include "config/upstream_checks.h"
 #include "config/upstream_nodes.h"
 
 namespace sluice::config {
@@ -23,21 +24,6 @@ StatusOr<KeepalivePoolConf> as_keepalive_pool(const Json& v) {
     return d.status();
   }
   return pool;
-}
-
-// Health checks are kept verbatim for now; only the shape APISIX's schema insists on is checked.
-StatusOr<Json> as_checks(const Json& v) {
-  FieldDecoder d(v);
-  Json unused;
-  d.field("active", &unused, as_object);
-  d.field("passive", &unused, as_object);
-  if (d.ok() && !d.has("active")) {
-    d.fail(R"(object matches none of the required: ["active"] or ["active","passive"])");
-  }
-  if (!d.ok()) {
-    return d.status();
-  }
-  return v;
 }
 
 template <typename E>
@@ -75,7 +61,16 @@ void decode_balancing_fields(FieldDecoder& d, UpstreamConf* u) {
     return as_enum(v, {"vars", "header", "cookie", "consumer", "vars_combinations"});
   });
   d.field("key", &u->key, [](const Json& v) { return as_string(v); });
-  d.field("checks", &u->checks, as_checks);
+  // The typed form for the snapshot; the JSON is kept as sent, for GET.
+  d.field("checks", &u->health_checks,
+          [u](const Json& v) -> StatusOr<std::shared_ptr<const health::Checks>> {
+            auto c = decode_checks(v);
+            if (!c) {
+              return c.status();
+            }
+            u->checks = v;
+            return std::make_shared<const health::Checks>(std::move(c).value());
+          });
 }
 
 void decode_connection_fields(FieldDecoder& d, UpstreamConf* u) {

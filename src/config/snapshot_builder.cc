@@ -30,8 +30,9 @@ std::string host_header(const std::string& host, uint16_t port) {
 
 class Builder {
  public:
-  Builder(const ConfigSet& set, upstream::DnsCache& dns, plugin::Shared& shared, BuildResult& out)
-      : set_(set), dns_(dns), shared_(shared), out_(out) {}
+  Builder(const ConfigSet& set, upstream::DnsCache& dns, plugin::Shared& shared,
+          health::Registry& health, BuildResult& out)
+      : set_(set), dns_(dns), shared_(shared), health_(health), out_(out) {}
 
   common::Status build(uint64_t version) {
     auto snap = std::make_shared<snapshot::Snapshot>();
@@ -116,6 +117,7 @@ class Builder {
                                                         : upstream::PassHost::kPass;
     up->upstream_host = c.upstream_host;
     set_balancer(c, up.get());
+    add_health(c, *up);
     snap_->upstreams.push_back(std::move(up));
     return snap_->upstreams.back().get();
   }
@@ -148,6 +150,30 @@ class Builder {
       up->hash_key = upstream::HashKey::compile(up->hash_on, up->key);
       up->ring = upstream::ChashRing::build(up->nodes);
     }
+  }
+
+  // As APISIX, an upstream of one node is not checked: it gets the traffic either way.
+  void add_health(const UpstreamConf& c, upstream::Upstream& up) {
+    if (!c.health_checks || up.nodes.size() < 2) {
+      return;
+    }
+    std::vector<health::Target> targets;
+    for (const upstream::Node& n : up.nodes) {
+      targets.push_back({n.ip, n.port, n.addr, n.host_header, n.resolved && n.weight > 0});
+    }
+    up.health = health_.get(up.id, resource_key(up.id), c.checks.dump(), c.health_checks,
+                            std::move(targets));
+  }
+
+  // The upstream's etcd key, as APISIX names it in apisix_upstream_status.
+  static std::string resource_key(const std::string& id) {
+    for (const char* kind : {"route", "service"}) {
+      std::string prefix = std::string(kind) + ":";
+      if (id.starts_with(prefix)) {
+        return fmt::format("/apisix/{}s/{}", kind, id.substr(prefix.size()));
+      }
+    }
+    return "/apisix/upstreams/" + id;
   }
 
   common::Status add_route(const RouteConf& r, router::RouteSpec* spec) {
@@ -261,6 +287,7 @@ class Builder {
   const ConfigSet& set_;
   upstream::DnsCache& dns_;
   plugin::Shared& shared_;
+  health::Registry& health_;
   BuildResult& out_;
   snapshot::Snapshot* snap_ = nullptr;
   std::unordered_map<std::string, const upstream::Upstream*> by_upstream_id_;
@@ -289,17 +316,22 @@ common::Status check_route_compiles(const RouteConf& r) {
 }
 
 common::StatusOr<BuildResult> build_snapshot(const ConfigSet& set, upstream::DnsCache& dns,
-                                             uint64_t version, plugin::Shared* shared) {
+                                             uint64_t version, plugin::Shared* shared,
+                                             health::Registry* health) {
   static plugin::Shared fallback;  // tests and tools that keep no plugin state across builds
   BuildResult out;
   plugin::Shared& plugins = shared != nullptr ? *shared : fallback;
+  health::Registry fresh;
+  health::Registry& checks = health != nullptr ? *health : fresh;
   begin_chain_build(plugins);
-  Builder b(set, dns, plugins, out);
+  checks.begin();
+  Builder b(set, dns, plugins, checks, out);
   common::Status st = b.build(version);
   if (!st) {
     return st;
   }
   end_chain_build(plugins);
+  checks.commit();
   return out;
 }
 

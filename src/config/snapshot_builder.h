@@ -9,6 +9,7 @@
 
 #include "common/status.h"
 #include "config/resources.h"
+#include "health/registry.h"
 #include "plugin/info.h"
 #include "snapshot/snapshot.h"
 #include "upstream/resolver.h"
@@ -26,8 +27,10 @@ struct BuildResult {
 common::Status check_route_compiles(const RouteConf& r);
 
 // `shared` keeps plugin state (limit-count's counters) across builds; null uses a
-// process-wide default.
+// process-wide default. `health` keeps the nodes' health across builds (committed only when
+// the build succeeds); null gives every checked upstream fresh state.
 common::StatusOr<BuildResult> build_snapshot(const ConfigSet& set, upstream::DnsCache& dns,
-                                             uint64_t version, plugin::Shared* shared = nullptr);
+                                             uint64_t version, plugin::Shared* shared = nullptr,
+                                             health::Registry* health = nullptr);
 
 }  // namespace sluice::config

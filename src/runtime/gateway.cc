@@ -186,7 +186,7 @@ bool Gateway::publish_store_config(bool force) {
   dirty_ = false;
   auto t0 = std::chrono::steady_clock::now();
   int64_t cpu0 = thread_cpu_us();
-  auto built = config::build_snapshot(index_.set(), dns_, version_ + 1, &plugin_shared_);
+  auto built = config::build_snapshot(index_.set(), dns_, version_ + 1, &plugin_shared_, &health_);
   if (!built) {
     SLUICE_LOG(kError, "store: configuration rejected, still serving the previous one: {}",
                built.status().message());
@@ -215,6 +215,9 @@ void Gateway::publish(snapshot::SnapshotPtr snap) {
   }
   current_ = std::move(snap);
   free_retired();
+  if (checker_) {
+    checker_->update(health_.live());
+  }
 }
 
 // A snapshot of 10,000 routes takes milliseconds to destroy: that happens here, once no
@@ -324,7 +327,7 @@ bool Gateway::reload_routes(bool at_start) {
                conf_.standalone_path, set.status().message());
     return false;
   }
-  auto built = config::build_snapshot(*set, dns_, version_ + 1, &plugin_shared_);
+  auto built = config::build_snapshot(*set, dns_, version_ + 1, &plugin_shared_, &health_);
   if (!built) {
     SLUICE_LOG(kError, "apisix.yaml: rejected, still serving the previous configuration: {}",
                built.status().message());
@@ -457,6 +460,9 @@ int Gateway::run() {
   if (st) {
     st = start_workers();
   }
+  if (st) {
+    checker_ = std::make_unique<health::Checker>();
+  }
   if (!st) {
     SLUICE_LOG(kEmerg, "{}", st.message());
     return 1;
@@ -486,6 +492,7 @@ int Gateway::run() {
 }
 
 void Gateway::shutdown() {
+  checker_.reset();
   for (auto& w : workers_) {
     w->drain(to_ms(conf_.graceful_shutdown_timeout));
   }

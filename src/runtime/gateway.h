@@ -13,6 +13,8 @@
 #include "admin/api.h"
 #include "config/gateway_config.h"
 #include "config/resources.h"
+#include "health/checker.h"
+#include "health/registry.h"
 #include "io/event_loop.h"
 #include "metrics/http_metrics.h"
 #include "plugin/info.h"
@@ -80,7 +82,9 @@ class Gateway {
   // The prometheus plugin's cells, one per worker (read by the export server).
   std::vector<std::unique_ptr<metrics::HttpMetrics>> http_metrics_;
   std::unique_ptr<MetricsExport> metrics_export_;
-  plugin::Shared plugin_shared_;  // plugin state that outlives snapshots
+  plugin::Shared plugin_shared_;              // plugin state that outlives snapshots
+  health::Registry health_;                   // upstream health that outlives snapshots
+  std::unique_ptr<health::Checker> checker_;  // the active checks' thread
   std::vector<std::thread> threads_;
   uint64_t version_ = 0;
   snapshot::SnapshotPtr current_;               // the newest published snapshot

@@ -1,9 +1,12 @@
 // The Gateway's plugin settings: the enabled set and plugin_attr (at start, SIGHUP and
-// PUT /apisix/admin/plugins/reload), and the prometheus export server over the workers' cells.
+// PUT /apisix/admin/plugins/reload), and the prometheus export server over the workers' cells
+// and the upstreams' health (apisix_upstream_status).
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <unistd.h>
+
+#include <array>
 
 #include "common/log.h"
 #include "config/plugin_chains.h"
@@ -12,6 +15,35 @@
 #include "runtime/gateway.h"
 
 namespace sluice::runtime {
+
+namespace {
+
+// apisix_upstream_status{name, ip, port}: 1 healthy, 0 unhealthy, one sample per checked node.
+// Thread: control (stack-local; the samples point into `labels` and `ports`)
+struct UpstreamStatus {
+  explicit UpstreamStatus(std::vector<health::SetPtr> live) : sets(std::move(live)) {
+    size_t n = 0;
+    for (const auto& s : sets) {
+      n += s->size();
+    }
+    ports.reserve(n);
+    labels.reserve(n);
+    for (const auto& s : sets) {
+      for (size_t i = 0; i < s->size(); ++i) {
+        const health::Target& t = s->targets()[i];
+        ports.push_back(std::to_string(t.port));
+        labels.push_back({{{"name", s->name()}, {"ip", t.ip}, {"port", ports.back()}}});
+        samples.push_back({labels.back(), s->healthy(i) ? 1.0 : 0.0});
+      }
+    }
+  }
+  std::vector<health::SetPtr> sets;
+  std::vector<std::string> ports;
+  std::vector<std::array<metrics::Label, 3>> labels;
+  std::vector<metrics::GaugeSample> samples;
+};
+
+}  // namespace
 
 void Gateway::apply_plugin_settings() {
   std::vector<std::string> unknown =
@@ -57,12 +89,17 @@ std::string Gateway::render_metrics() const {
   // The embedded store is this node's config server, and it is always reachable; the
   // standalone file has none, as in APISIX, which sets the gauge only when it uses etcd.
   const metrics::GaugeSample reachable[] = {{{}, 1}};
-  const metrics::GaugeFamily gauges[] = {
-      {"apisix_etcd_reachable", "Config server etcd reachable from APISIX, 0 is unreachable",
-       reachable}};
+  UpstreamStatus upstreams(health_.live());
+  std::vector<metrics::GaugeFamily> gauges;
   if (embedded()) {
-    in.gauges = gauges;
+    gauges.push_back({"apisix_etcd_reachable",
+                      "Config server etcd reachable from APISIX, 0 is unreachable", reachable});
   }
+  if (!upstreams.samples.empty()) {
+    gauges.push_back(
+        {"apisix_upstream_status", "Upstream status from health check", upstreams.samples});
+  }
+  in.gauges = gauges;
   return metrics::render(in);
 }
 

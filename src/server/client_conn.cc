@@ -284,6 +284,7 @@ void ClientConn::on_timeout(void* self) {
 void ClientConn::handle_timeout() {
   switch (state_) {
     case State::kConnect:
+      up_conf_->report_failure(node_, health::Failure::kTimeout);
       try_next_or_fail(504, "connect timeout");
       return;
     case State::kSendRequest:
@@ -294,6 +295,7 @@ void ClientConn::handle_timeout() {
       }
       return;
     case State::kReadResponse:
+      up_conf_->report_failure(node_, health::Failure::kTimeout);
       try_next_or_fail(504, "read timeout");
       return;
     case State::kAdminWait:

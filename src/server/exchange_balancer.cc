@@ -17,7 +17,9 @@ uint64_t ClientConn::balancer_hash() const {
 }
 
 int ClientConn::pick_node() {
-  upstream::PickArgs args{tried_, lb_hash_, w_.loop().now_ms()};
+  // Unhealthy nodes are skipped unless all are (then the mask reads 0: APISIX balances
+  // across all of them).
+  upstream::PickArgs args{tried_ | up_conf_->unhealthy_mask(), lb_hash_, w_.loop().now_ms()};
   return w_.balancer(*up_conf_).pick(*up_conf_, args);
 }
 

@@ -310,6 +310,7 @@ bool ClientConn::take_or_connect(int node, bool fresh) {
   int fd = io::connect_nonblocking(n.addr);
   if (fd < 0) {
     SLUICE_LOG(kError, "connect to {} failed: {}", n.addr_key, strerror(-fd));
+    up_conf_->report_failure(node, health::Failure::kTcp);
     return false;
   }
   up_ = std::make_unique<proxy::UpstreamConn>(fd, n.addr_key);
@@ -330,6 +331,7 @@ ClientConn::Step ClientConn::send_request() {
     int err = io::socket_error(up_->fd());
     if (err != 0) {
       SLUICE_LOG(kError, "connect to {} failed: {}", up_->key(), strerror(err));
+      up_conf_->report_failure(node_, health::Failure::kTcp);
       try_next_or_fail(502, "connect failed");
       return Step::kProgress;
     }

@@ -62,6 +62,7 @@ ClientConn::Step ClientConn::read_response_head() {
           upstream_failed(502, "protocol upgrade is not supported");
           return Step::kProgress;
         }
+        up_conf_->report_status(node_, ex_->resp.status);
         build_response_head();
         b.consume(r.consumed);
         state_ = State::kSendResponse;
@@ -86,6 +87,7 @@ ClientConn::Step ClientConn::read_response_head() {
         }
         return Step::kProgress;
       }
+      up_conf_->report_failure(node_, health::Failure::kTcp);
       try_next_or_fail(502, "upstream closed before the response head");
       return Step::kProgress;
     }

@@ -4,9 +4,11 @@
 // beside it, indexed by `index`.
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
+#include "health/set.h"
 #include "io/socket.h"
 #include "upstream/chash_ring.h"
 #include "upstream/hash_key.h"
@@ -54,6 +56,24 @@ struct Upstream {
   uint32_t pool_requests = 1000;
   PassHost pass_host = PassHost::kPass;
   std::string upstream_host;
+  // Health of the nodes (index = node index) when `checks` is set and there are two or more
+  // nodes; shared with the active checker and kept across rebuilds.
+  health::SetPtr health;
+
+  // The nodes a balancer must skip for health: the unhealthy ones, or none when every node
+  // is unhealthy (APISIX then balances across all of them). One atomic load.
+  uint64_t unhealthy_mask() const { return health ? health->exclude_mask() : 0; }
+  // Passive health checks: what real traffic saw of node `node` (no-ops without checks).
+  void report_status(int node, int status) const {
+    if (health) {
+      health->report_status(node, status);
+    }
+  }
+  void report_failure(int node, health::Failure kind) const {
+    if (health) {
+      health->report_failure(node, kind);
+    }
+  }
 };
 
 }  // namespace sluice::upstream

@@ -203,3 +203,84 @@ upstreams:
 
 }  // namespace
 }  // namespace sluice::config
+
+namespace sluice::config {
+namespace {
+
+// Builds `yaml` with `health` keeping the upstreams' health across builds.
+snapshot::SnapshotPtr build_with(const std::string& yaml, health::Registry& health) {
+  auto set = parse_standalone(yaml + "\n#END\n");
+  EXPECT_TRUE(set.is_ok()) << set.status().message();
+  upstream::DnsCache dns(30);
+  auto built = build_snapshot(*set, dns, 1, nullptr, &health);
+  EXPECT_TRUE(built.is_ok()) << built.status().message();
+  return built.is_ok() ? built->snapshot : nullptr;
+}
+
+const char* kChecked = R"(
+upstreams:
+  - id: u1
+    nodes: {"127.0.0.1:1980": 1, "127.0.0.1:1981": 1}
+    checks: {active: {type: tcp}}
+routes:
+  - id: r1
+    uri: /a
+    upstream_id: u1
+  - id: r2
+    uri: /b
+    upstream:
+      nodes: {"127.0.0.1:1982": 1, "127.0.0.1:1983": 0}
+      checks: {active: {}, passive: {}}
+  - id: r3
+    uri: /c
+    upstream:
+      nodes: {"127.0.0.1:1984": 1}
+      checks: {active: {}}
+)";
+
+TEST(SnapshotBuilderHealth, CheckedUpstreamsGetStateNamedByTheirKey) {
+  health::Registry reg;
+  auto snap = build_with(kChecked, reg);
+  ASSERT_NE(snap, nullptr);
+  const auto* a = match(*snap, "/a")->upstream;
+  const auto* b = match(*snap, "/b")->upstream;
+  const auto* c = match(*snap, "/c")->upstream;
+  ASSERT_NE(a->health, nullptr);
+  ASSERT_NE(b->health, nullptr);
+  EXPECT_EQ(c->health, nullptr);  // one node: not checked, as in APISIX
+  EXPECT_EQ(a->health->name(), "/apisix/upstreams/u1");
+  EXPECT_EQ(b->health->name(), "/apisix/routes/r2");
+  EXPECT_EQ(b->health->checks().active.type, health::ProbeType::kHttp);
+  EXPECT_TRUE(b->health->checks().passive.has_value());
+  EXPECT_FALSE(b->health->targets()[1].pickable);  // weight 0
+  EXPECT_EQ(reg.live().size(), 2u);
+}
+
+TEST(SnapshotBuilderHealth, AnUnrelatedChangeKeepsHealthAChecksChangeResetsIt) {
+  health::Registry reg;
+  auto first = build_with(kChecked, reg);
+  const auto* a = match(*first, "/a")->upstream;
+  a->health->probe_failure(0, health::Failure::kTcp);
+  a->health->probe_failure(0, health::Failure::kTcp);
+  ASSERT_FALSE(a->health->healthy(0));
+  ASSERT_EQ(a->unhealthy_mask(), 1u);
+
+  std::string other_route = std::string(kChecked) + R"(
+  - id: r4
+    uri: /d
+    upstream_id: u1
+)";
+  auto second = build_with(other_route, reg);
+  const auto* a2 = match(*second, "/a")->upstream;
+  EXPECT_NE(a2, a);                  // a new snapshot, a new Upstream object...
+  EXPECT_EQ(a2->health, a->health);  // ...with the same health state
+  EXPECT_EQ(a2->unhealthy_mask(), 1u);
+
+  std::string changed = other_route;
+  changed.replace(changed.find("type: tcp"), 9, "type: http");
+  auto third = build_with(changed, reg);
+  EXPECT_TRUE(match(*third, "/a")->upstream->health->healthy(0));
+}
+
+}  // namespace
+}  // namespace sluice::config
