@@ -51,7 +51,7 @@ std::string DnsCache::lookup(const std::string& host) {
     it->second.last_used_ms = now;
     return it->second.ip;
   }
-  Entry e{resolve(host), now + valid_ms_, now};
+  Entry e{resolve_(host), now + valid_ms_, now};
   entries_[host] = e;
   return e.ip;
 }
@@ -70,7 +70,7 @@ bool DnsCache::refresh() {
       it = entries_.erase(it);
       continue;
     }
-    std::string ip = resolve(it->first);
+    std::string ip = resolve_(it->first);
     if (ip != e.ip) {
       SLUICE_LOG(kNotice, "upstream host {} now resolves to {} (was {})", it->first,
                  ip.empty() ? "nothing" : ip, e.ip.empty() ? "nothing" : e.ip);

@@ -13,8 +13,12 @@ namespace sluice::upstream {
 // Thread: control
 class DnsCache {
  public:
-  explicit DnsCache(double valid_seconds)
-      : valid_ms_(static_cast<uint64_t>(valid_seconds * 1000)) {}
+  // Resolves one name to an address text ("" when it does not resolve).
+  using ResolveFn = std::string (*)(const std::string& host);
+
+  // `resolve_fn`: getaddrinfo by default; tests give their own to change answers.
+  explicit DnsCache(double valid_seconds, ResolveFn resolve_fn = &DnsCache::resolve)
+      : valid_ms_(static_cast<uint64_t>(valid_seconds * 1000)), resolve_(resolve_fn) {}
 
   // The address text for `host` ("" when it does not resolve). IP literals pass through.
   std::string lookup(const std::string& host);
@@ -35,6 +39,7 @@ class DnsCache {
   static std::string resolve(const std::string& host);
 
   uint64_t valid_ms_ = 0;
+  ResolveFn resolve_;
   std::unordered_map<std::string, Entry> entries_;
 };
 

@@ -141,11 +141,21 @@ def test_a_put_whose_body_was_streamed_is_not_resent(make_gateway, make_upstream
     assert b.requests == []
 
 
-def test_a_reset_mid_body_is_not_retried(make_gateway, make_upstream):
+def rst_mid_body(up, conn, req):
+    """Announces 100,000 bytes, sends 1,000, then an RST."""
+    conn.send(b"HTTP/1.1 200 OK\r\nContent-Length: 100000\r\n\r\n" + b"z" * 1000)
+    time.sleep(0.05)  # let the gateway relay the head and the first bytes
+    conn.sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+    return False
+
+
+@pytest.mark.parametrize("behaviour", [close_mid_body(declared=100000, sent=1000),
+                                       func(rst_mid_body)], ids=["fin", "rst"])
+def test_a_reset_mid_body_is_not_retried(make_gateway, make_upstream, behaviour):
     """Once response bytes reached the client, the request is not tried elsewhere; the client
     connection is closed so it sees the truncation."""
     a, b = make_upstream("a"), make_upstream("b")
-    a.route("/x", close_mid_body(declared=100000, sent=1000))
+    a.route("/x", behaviour)
     gw = make_gateway(routes=[two_nodes(a.port, b.port, "r")], workers=1)
     with Client(gw.port) as c:
         c.send(b"GET /x HTTP/1.1\r\nHost: a\r\n\r\n")
