@@ -75,7 +75,7 @@ clean-arm64:
 # skipped there: they prove throughput, not memory safety, and take minutes under ASan), and
 # the cross-thread unit tests (event loop posts, workers serving while snapshots are
 # published, limit-count's node-wide counters hammered by 8 threads, metric cells read while
-# a worker records) under TSan.
+# a worker records, health state reported by workers while the checker flips it) under TSan.
 .PHONY: test-asan test-tsan
 ASAN_BUILD ?= build-asan
 TSAN_BUILD ?= build-tsan
@@ -96,8 +96,9 @@ $(TSAN_BUILD)/build.ninja:
 
 test-tsan: $(TSAN_BUILD)/build.ninja
 	cmake --build $(TSAN_BUILD) -j $(JOBS) --target unit_io unit_server \
-	  unit_plugins_limit_count unit_metrics
+	  unit_plugins_limit_count unit_metrics unit_health
 	$(TSAN_BUILD)/unit_io
 	$(TSAN_BUILD)/unit_server
 	$(TSAN_BUILD)/unit_plugins_limit_count
 	$(TSAN_BUILD)/unit_metrics
+	$(TSAN_BUILD)/unit_health
