@@ -23,63 +23,16 @@ import json
 import os
 import re
 import signal
-import socket
 import statistics
 import subprocess
 import sys
 import tempfile
-import time
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-CLK_TCK = os.sysconf("SC_CLK_TCK")
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def wait_port(port, proc, timeout=10.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            return False
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
-                return True
-        except OSError:
-            time.sleep(0.05)
-    return False
-
-
-def proc_ticks(pid):
-    """utime + stime of one process (all its threads), in clock ticks."""
-    with open("/proc/%d/stat" % pid) as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return int(fields[11]) + int(fields[12])  # fields 14 and 15 of stat(5)
-
-
-def children(pid):
-    out = []
-    try:
-        for tid in os.listdir("/proc/%d/task" % pid):
-            with open("/proc/%d/task/%s/children" % (pid, tid)) as f:
-                out += [int(x) for x in f.read().split()]
-    except FileNotFoundError:
-        pass
-    return out
-
-
-def tree_ticks(pid):
-    """Ticks of a process and its live children (nginx: master + worker)."""
-    total = proc_ticks(pid)
-    for c in children(pid):
-        try:
-            total += proc_ticks(c)
-        except FileNotFoundError:
-            pass
-    return total
+# The bench kit's process helpers and nginx configs (tools/bench/benchkit): one copy of each.
+sys.path.insert(0, os.path.join(REPO, "tools", "bench"))
+from benchkit.procs import CLK_TCK, cpu_seconds, free_port, wait_port  # noqa: E402
+from benchkit.targets import NGINX_PROXY, NGINX_UPSTREAM  # noqa: E402
 
 
 class Server:
@@ -94,8 +47,9 @@ class Server:
             raise RuntimeError("%s did not start; log:\n%s" % (
                 name, open(log_path, errors="replace").read()[-3000:]))
 
-    def ticks(self):
-        return tree_ticks(self.proc.pid)
+    def cpu(self):
+        """CPU seconds of the process and its live children (nginx: master + worker)."""
+        return cpu_seconds([self.proc.pid])
 
     def stop(self):
         if self.proc.poll() is None:
@@ -107,44 +61,6 @@ class Server:
                 self.proc.wait()
         self.log.close()
 
-
-NGINX_UPSTREAM = """\
-worker_processes 1;
-pid {dir}/upstream.pid;
-error_log {dir}/upstream-error.log warn;
-events {{ worker_connections 4096; }}
-http {{
-    access_log off;
-    keepalive_requests 100000000;
-    server {{
-        listen 127.0.0.1:{port} backlog=4096;
-        location /hello {{ return 200 "hello world\\n"; }}
-    }}
-}}
-"""
-
-NGINX_PROXY = """\
-worker_processes 1;
-pid {dir}/proxy.pid;
-error_log {dir}/proxy-error.log warn;
-events {{ worker_connections 4096; }}
-http {{
-    access_log off;
-    keepalive_requests 100000000;
-    upstream up {{
-        server 127.0.0.1:{up_port};
-        keepalive 32;
-    }}
-    server {{
-        listen 127.0.0.1:{port} backlog=4096;
-        location /hello {{
-            proxy_pass http://up;
-            proxy_http_version 1.1;
-            proxy_set_header Connection "";
-        }}
-    }}
-}}
-"""
 
 SLUICE_CONFIG = """\
 apisix:
@@ -228,13 +144,13 @@ def run_wrk(port, duration, threads, conns):
 def measure(target, upstream, args):
     """One wrk run against target; CPU of target (and of the upstream) per request."""
     run_wrk(target.port, 1, args.threads, args.connections)  # warm-up
-    t0, u0 = target.ticks(), upstream.ticks()
+    t0, u0 = target.cpu(), upstream.cpu()
     res = run_wrk(target.port, args.duration, args.threads, args.connections)
-    t1, u1 = target.ticks(), upstream.ticks()
+    t1, u1 = target.cpu(), upstream.cpu()
     n = max(res["requests"], 1)
-    res["cpu_us"] = (t1 - t0) / CLK_TCK * 1e6 / n
-    res["upstream_cpu_us"] = (u1 - u0) / CLK_TCK * 1e6 / n
-    res["cpu_s"] = (t1 - t0) / CLK_TCK
+    res["cpu_us"] = (t1 - t0) * 1e6 / n
+    res["upstream_cpu_us"] = (u1 - u0) * 1e6 / n
+    res["cpu_s"] = t1 - t0
     if res["non2xx"] or res["errors"]:
         print("  warning: %s: non-2xx %d, socket errors %s" % (
             target.name, res["non2xx"], res["errors"]), file=sys.stderr)
@@ -276,7 +192,8 @@ def main():
                                        SCENARIO2_PLUGINS)
                 servers.append(plugged)
         px_port = free_port()
-        nginx = start_nginx("nginx", NGINX_PROXY.format(dir=d, port=px_port, up_port=up_port),
+        nginx = start_nginx("nginx", NGINX_PROXY.format(dir=d, port=px_port, up_port=up_port,
+                                                              workers=1),
                             px_port, d)
         servers.append(nginx)
         upstream.name = "upstream (direct)"

@@ -24,7 +24,6 @@ import socket
 import subprocess
 import sys
 import tempfile
-import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from cpu_per_request import (NGINX_UPSTREAM, SCENARIO2_PLUGINS, SLUICE_CONFIG,  # noqa: E402
