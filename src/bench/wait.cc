@@ -20,9 +20,8 @@ int wait_until_ms(int epfd, epoll_event* events, int max_events, uint64_t deadli
   while (true) {
     uint64_t now = now_ns();
     uint64_t left = deadline_ns > now ? deadline_ns - now : 0;
-    int timeout_ms = left >= 1'000'000 ? static_cast<int>(std::min<uint64_t>(
-                                             left / 1'000'000, 1'000'000))
-                                       : 0;
+    int timeout_ms =
+        left >= 1'000'000 ? static_cast<int>(std::min<uint64_t>(left / 1'000'000, 1'000'000)) : 0;
     int n = epoll_wait(epfd, events, max_events, timeout_ms);
     if (n != 0 || left == 0) {
       return n;

@@ -197,8 +197,8 @@ class ClientConn : public io::IoHandler, public proxy::UpstreamOwner {
   int tries_left_ = 0;         // further nodes we may still try (Upstream::retries)
   uint64_t first_try_ms_ = 0;  // loop time of the first try, for retry_timeout
   bool up_reused_ = false;
-  bool req_written_ = false;  // a byte of the request went to an upstream
-  bool body_taken_ = false;   // a byte of the request body left in_ for an upstream
+  bool req_written_ = false;          // a byte of the request went to an upstream
+  bool body_taken_ = false;           // a byte of the request body left in_ for an upstream
   uint64_t lb_hash_ = 0;              // chash: the key's hash, taken while the head is readable
   upstream::Balancer* lb_ = nullptr;  // told about the try on lb_node_ (when still current)
   int lb_node_ = -1;                  // the node of the try in flight; -1 when none
