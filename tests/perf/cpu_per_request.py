@@ -31,35 +31,17 @@ import tempfile
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 # The bench kit's process helpers and nginx configs (tools/bench/benchkit): one copy of each.
 sys.path.insert(0, os.path.join(REPO, "tools", "bench"))
-from benchkit.procs import CLK_TCK, cpu_seconds, free_port, wait_port  # noqa: E402
+# wait_port is used by instructions_per_request.py, which imports it from here.
+from benchkit.procs import CLK_TCK, Process, cpu_seconds, free_port, wait_port  # noqa: E402,F401
 from benchkit.targets import NGINX_PROXY, NGINX_UPSTREAM  # noqa: E402
 
 
-class Server:
-    def __init__(self, name, cmd, port, log_path, cwd=None):
-        self.name = name
-        self.port = port
-        self.log = open(log_path, "wb")
-        self.proc = subprocess.Popen(cmd, stdout=self.log, stderr=self.log, cwd=cwd,
-                                     stdin=subprocess.DEVNULL, start_new_session=True)
-        if not wait_port(port, self.proc):
-            self.stop()
-            raise RuntimeError("%s did not start; log:\n%s" % (
-                name, open(log_path, errors="replace").read()[-3000:]))
+class Server(Process):
+    """A server this script runs (the kit's Process), with its CPU in seconds."""
 
     def cpu(self):
         """CPU seconds of the process and its live children (nginx: master + worker)."""
-        return cpu_seconds([self.proc.pid])
-
-    def stop(self):
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        self.log.close()
+        return cpu_seconds([self.pid])
 
 
 SLUICE_CONFIG = """\
