@@ -53,6 +53,28 @@ struct PrometheusExport {
   int64_t max_label_sets = 10000;
 };
 
+// deployment.etcd.tls: how Sluice talks TLS to etcd (hosts given as https://).
+// Thread: any (value type)
+struct EtcdTls {
+  std::string cert;  // client certificate file (PEM), for mutual TLS; with `key`
+  std::string key;   // its private key file (PEM)
+  bool verify = true;  // verify the server's certificate against `trusted_ca` (or system CAs)
+  std::string sni;     // server name sent and verified; default: the host's name
+  // CA bundle file: apisix.ssl.ssl_trusted_certificate (APISIX's place for it); empty = system
+  std::string trusted_ca;
+};
+
+// deployment.etcd: the etcd cluster a fleet of gateways shares (config_provider: etcd).
+// Thread: any (value type)
+struct EtcdConfig {
+  std::vector<std::string> hosts = {"http://127.0.0.1:2379"};  // host: URLs, http or https
+  std::string prefix = "/apisix";  // prefix: keys are <prefix>/<kind>/<id>; no trailing '/'
+  double timeout = 30;             // timeout: seconds for one etcd request
+  std::string user;                // user/password: etcd authentication (both or neither)
+  std::string password;
+  EtcdTls tls;
+};
+
 // Thread: any (value type)
 struct GatewayConfig {
   std::vector<ListenAddr> node_listen = {{"0.0.0.0", 9080}};  // apisix.node_listen
@@ -63,6 +85,7 @@ struct GatewayConfig {
   // traditional node defaults to the embedded store, a data plane to the yaml file.
   ConfigProvider config_provider = ConfigProvider::kEmbedded;
   AdminConfig admin;
+  EtcdConfig etcd;  // deployment.etcd
   // sluice.data_dir: where the embedded store keeps its database; relative paths are taken
   // from the config file's directory. Default: "data" beside config.yaml.
   std::string data_dir;
