@@ -260,8 +260,12 @@ AdminResponse Api::post(Call& c) {
   }
   // The next revision, as APISIX takes etcd's; a client may already have PUT that id, so
   // step past taken ones.
+  auto first = store_.generate_id();
+  if (!first) {
+    return store_error(first.status());
+  }
   std::string id;
-  for (int64_t n = store_.revision() + 1;; ++n) {
+  for (int64_t n = *first;; ++n) {
     id = fmt::format("{:020}", n);
     auto taken = store_.get(key_of(k, id));
     if (!taken) {

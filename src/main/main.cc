@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "bench/commands.h"
+#include "runtime/config_tool.h"
 #include "runtime/gateway.h"
 
 namespace {
@@ -13,6 +14,8 @@ namespace {
 constexpr const char* kUsage =
     "usage: sluice run [-c conf/config.yaml]   run the gateway in the foreground\n"
     "       sluice version                     print the version\n"
+    "       sluice config dump|load [...]      move a configuration between the embedded\n"
+    "                                          store, etcd and apisix.yaml (--help)\n"
     "       sluice bench load --url URL [...]  load generator, JSON on stdout (--help)\n"
     "       sluice bench upstream [...]        built-in upstream for benchmarks (--help)\n"
     "       sluice bench [...]                 the bench kit (tools/bench), e.g. --help\n";
@@ -41,6 +44,9 @@ int main(int argc, char** argv) {
   }
   if (cmd == "bench") {
     return bench(argc, argv);
+  }
+  if (cmd == "config") {
+    return sluice::runtime::config_main(std::vector<std::string>(argv + 2, argv + argc));
   }
   if (cmd != "run") {
     fputs(kUsage, stderr);

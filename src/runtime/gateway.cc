@@ -88,12 +88,6 @@ common::Status Gateway::load_gateway_config() {
   for (const auto& w : conf_.warnings) {
     SLUICE_LOG(kWarn, "{}", w);
   }
-  if (conf_.config_provider == config::ConfigProvider::kEtcd) {
-    return common::Status::error(
-        "the etcd config provider is not available in this build; use "
-        "deployment.role_traditional.config_provider: embedded (the default) or "
-        "deployment.role: data_plane with role_data_plane.config_provider: yaml");
-  }
   dns_.set_valid_seconds(conf_.dns_resolver_valid);
   return check_admin_safety();
 }
@@ -129,6 +123,10 @@ common::Status Gateway::check_admin_safety() const {
 }
 
 common::Status Gateway::open_store() {
+  if (on_etcd()) {
+    common::Status st = open_etcd();
+    return st ? open_admin() : st;
+  }
   auto st = store::open_embedded(conf_.data_dir);
   if (!st) {
     return st.status();
@@ -152,6 +150,10 @@ common::Status Gateway::open_store() {
   store_->take_changes();
   SLUICE_LOG(kNotice, "store {}: {} entries at revision {}", conf_.data_dir, entries->size(),
              store_->revision());
+  return open_admin();
+}
+
+common::Status Gateway::open_admin() {
   if (!conf_.admin.enabled) {
     return common::Status::ok();
   }
@@ -171,6 +173,10 @@ common::Status Gateway::open_store() {
 
 void Gateway::absorb_changes() {
   for (const auto& c : store_->take_changes()) {
+    if (on_etcd()) {
+      apply_etcd_change(c);
+      continue;
+    }
     common::Status st = index_.apply(c);
     if (!st) {
       SLUICE_LOG(kError, "store: change not applied: {}", st.message());
@@ -412,6 +418,9 @@ void Gateway::rebuild_now() {
 
 void Gateway::on_tick() {
   free_retired();
+  if (on_etcd()) {
+    persist_etcd(false);
+  }
   if (embedded()) {
     auto n = store_->next_expiry();
     if (n != 0 && n <= time(nullptr)) {
@@ -493,6 +502,10 @@ int Gateway::run() {
 
 void Gateway::shutdown() {
   checker_.reset();
+  if (on_etcd()) {
+    watcher_.reset();
+    persist_etcd(true);
+  }
   for (auto& w : workers_) {
     w->drain(to_ms(conf_.graceful_shutdown_timeout));
   }

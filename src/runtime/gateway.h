@@ -5,14 +5,19 @@
 // loop: the signalfd, a 200 ms tick (file poll, DNS refresh, TTL expiry) and the Admin API
 // requests the workers post to it.
 
+#include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
+#include <unordered_map>
 #include <vector>
 
 #include "admin/api.h"
 #include "config/gateway_config.h"
 #include "config/resources.h"
+#include "etcd/etcd_store.h"
+#include "etcd/watcher.h"
 #include "health/checker.h"
 #include "health/registry.h"
 #include "io/event_loop.h"
@@ -22,6 +27,7 @@
 #include "runtime/metrics_export.h"
 #include "server/worker.h"
 #include "store/config_index.h"
+#include "store/data_dir.h"
 #include "store/store.h"
 #include "upstream/resolver.h"
 
@@ -54,8 +60,22 @@ class Gateway {
   // Re-reads apisix.yaml; on success publishes a new snapshot, else logs and keeps the old.
   bool reload_routes(bool at_start);
   bool routes_file_changed();
-  // Embedded store: drains the change feed into the index; publishes when `force` or dirty.
+  // Store-backed modes: drains the store's change feed into the index (etcd: through
+  // apply_etcd_change); publishes when `force` or dirty.
   void absorb_changes();
+  // Opens the Admin API over store_ (embedded and etcd alike).
+  common::Status open_admin();
+  // config_provider etcd (gateway_etcd.cc): the store, the watch, the persisted snapshot.
+  common::Status open_etcd();
+  void on_etcd_events();
+  // Applies one change unless this revision of the key was already applied; an invalid
+  // value is logged and skipped, the key's previous version keeps serving.
+  void apply_etcd_change(const store::Change& c);
+  // Replaces the whole index with `entries` (sorted here by create revision), atomically:
+  // the new index is built aside; an invalid entry keeps its last good version.
+  void resync_etcd(std::vector<store::Entry> entries, int64_t revision, const char* source);
+  void persist_etcd(bool force);
+  std::string etcd_snapshot_path() const;
   bool publish_store_config(bool force);
   void publish(snapshot::SnapshotPtr snap);
   void free_retired();
@@ -64,7 +84,9 @@ class Gateway {
   void on_signal(int signo);
   void on_sighup();
   void shutdown();
-  bool embedded() const { return conf_.config_provider == config::ConfigProvider::kEmbedded; }
+  // The configuration lives in a store with the Admin API in front: embedded or etcd.
+  bool embedded() const { return conf_.config_provider != config::ConfigProvider::kYaml; }
+  bool on_etcd() const { return conf_.config_provider == config::ConfigProvider::kEtcd; }
 
   std::string config_path_;
   std::string config_dir_;
@@ -76,6 +98,14 @@ class Gateway {
   std::unique_ptr<store::ConfigStore> store_;
   store::ConfigIndex index_;
   bool dirty_ = false;
+  // etcd mode: the watch, the data directory (lock + persisted snapshot), what was applied.
+  std::unique_ptr<etcd::Watcher> watcher_;
+  std::optional<store::DataDir> data_dir_;
+  std::unordered_map<std::string, int64_t> etcd_seen_;  // key -> newest revision applied
+  std::map<std::string, store::Entry> etcd_good_;       // key -> the value serving now
+  int64_t etcd_revision_ = 0;
+  bool etcd_persist_due_ = false;
+  int64_t etcd_persisted_ms_ = 0;
   std::unique_ptr<admin::Api> api_;
   std::shared_ptr<AdminService> admin_service_;
   std::vector<std::unique_ptr<server::Worker>> workers_;

@@ -88,7 +88,8 @@ std::string Gateway::render_metrics() const {
   in.version = SLUICE_VERSION;
   // The embedded store is this node's config server, and it is always reachable; the
   // standalone file has none, as in APISIX, which sets the gauge only when it uses etcd.
-  const metrics::GaugeSample reachable[] = {{{}, 1}};
+  // With etcd: whether this node's watch is established.
+  const metrics::GaugeSample reachable[] = {{{}, watcher_ && !watcher_->reachable() ? 0.0 : 1.0}};
   UpstreamStatus upstreams(health_.live());
   std::vector<metrics::GaugeFamily> gauges;
   if (embedded()) {

@@ -61,6 +61,9 @@ class ConfigStore {
   virtual int64_t next_expiry() const = 0;
   // The changes since the last call, in revision order.
   virtual std::vector<Change> take_changes() = 0;
+  // The number a POST turns into a generated id ("%020d"), as APISIX takes it: the embedded
+  // store answers the next revision; etcd writes `<prefix>/gen_id` and answers its revision.
+  virtual common::StatusOr<int64_t> generate_id() { return revision() + 1; }
 };
 
 // Opens (creating when absent) the embedded SQLite store `<dir>/sluice.db`, creating `dir`

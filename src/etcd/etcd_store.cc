@@ -1,0 +1,208 @@
+#include "etcd/etcd_store.h"
+
+#include <fmt/format.h>
+
+#include "store/config_index.h"
+
+namespace sluice::etcd {
+
+using common::Status;
+using common::StatusOr;
+using store::Change;
+using store::Entry;
+
+store::Entry to_entry(KeyValue kv) {
+  Entry e;
+  e.key = std::move(kv.key);
+  e.value = std::move(kv.value);
+  e.create_revision = kv.create_revision;
+  e.mod_revision = kv.mod_revision;
+  return e;
+}
+
+bool is_resource_key(std::string_view prefix, const KeyValue& kv) {
+  store::KeyParts parts;
+  return kv.value != "init_dir" && store::split_key(prefix, kv.key, &parts);
+}
+
+EtcdStore::EtcdStore(ClientOptions opts, std::string prefix)
+    : client_(std::move(opts)), prefix_(std::move(prefix)) {}
+
+void EtcdStore::saw(const Header& h) { revision_ = std::max(revision_, h.revision); }
+
+StatusOr<std::optional<Entry>> EtcdStore::get(std::string_view key) {
+  auto r = client_.range(key, {});
+  if (!r) {
+    return r.status();
+  }
+  saw(r->header);
+  if (r->kvs.empty() || r->kvs[0].value == "init_dir") {
+    return std::optional<Entry>();
+  }
+  return std::optional<Entry>(to_entry(std::move(r->kvs[0])));
+}
+
+StatusOr<std::vector<Entry>> EtcdStore::list(std::string_view prefix) {
+  auto r = client_.range(prefix, prefix_end(prefix));
+  if (!r) {
+    return r.status();
+  }
+  saw(r->header);
+  std::vector<Entry> out;
+  out.reserve(r->kvs.size());
+  for (auto& kv : r->kvs) {
+    if (kv.value != "init_dir" && kv.key != prefix) {
+      out.push_back(to_entry(std::move(kv)));
+    }
+  }
+  return out;
+}
+
+namespace {
+
+Json compare_for(std::string_view key, int64_t expect) {
+  // expect 0: the key must be absent (version 0); n: its mod_revision must be n.
+  Json c = {{"key", base64_encode(key)}, {"result", "EQUAL"}};
+  if (expect == 0) {
+    c["target"] = "VERSION";
+    c["version"] = "0";
+  } else {
+    c["target"] = "MOD";
+    c["mod_revision"] = std::to_string(expect);
+  }
+  return c;
+}
+
+// obj[name] when obj is an object holding it, else null: an odd answer never throws.
+Json field(const Json& obj, const char* name) {
+  if (!obj.is_object()) {
+    return Json();
+  }
+  auto it = obj.find(name);
+  return it == obj.end() ? Json() : *it;
+}
+
+// The first element of obj[name] (an array), else null.
+Json first_of(const Json& obj, const char* name) {
+  Json a = field(obj, name);
+  return a.is_array() && !a.empty() ? a[0] : Json();
+}
+
+bool succeeded(const Json& txn) {
+  Json s = field(txn, "succeeded");
+  return s.is_boolean() && s.get<bool>();
+}
+
+Status conflict(std::string_view key) {
+  return Status::error(fmt::format("conflict: {} was changed by another writer", key));
+}
+
+}  // namespace
+
+StatusOr<Entry> EtcdStore::put(std::string_view key, std::string_view value, int64_t ttl_seconds,
+                               std::optional<int64_t> expect) {
+  int64_t lease = 0;
+  if (ttl_seconds > 0) {
+    auto l = client_.lease_grant(ttl_seconds);
+    if (!l) {
+      return l.status();
+    }
+    lease = *l;
+  }
+  Json req = {{"key", base64_encode(key)}, {"value", base64_encode(value)}, {"prev_kv", true}};
+  if (lease != 0) {
+    req["lease"] = std::to_string(lease);
+  }
+  Json prev;
+  Header h;
+  if (!expect) {
+    auto r = client_.call("/v3/kv/put", req);
+    if (!r) {
+      return r.status();
+    }
+    h = decode_header(*r);
+    prev = field(*r, "prev_kv");
+  } else {
+    Json txn = {{"compare", Json::array({compare_for(key, *expect)})},
+                {"success", Json::array({Json{{"request_put", req}}})}};
+    auto r = client_.call("/v3/kv/txn", txn);
+    if (!r) {
+      return r.status();
+    }
+    h = decode_header(*r);
+    saw(h);
+    if (!succeeded(*r)) {
+      return conflict(key);
+    }
+    prev = field(field(first_of(*r, "responses"), "response_put"), "prev_kv");
+  }
+  saw(h);
+  Entry e;
+  e.key = std::string(key);
+  e.value = std::string(value);
+  e.mod_revision = h.revision;
+  KeyValue before;
+  e.create_revision = !prev.is_null() && decode_kv(prev, &before) && before.create_revision > 0
+                          ? before.create_revision
+                          : h.revision;
+  changes_.push_back(Change{false, e});
+  return e;
+}
+
+StatusOr<std::optional<Entry>> EtcdStore::remove(std::string_view key,
+                                                 std::optional<int64_t> expect) {
+  Json req = {{"key", base64_encode(key)}, {"prev_kv", true}};
+  Json prevs;
+  Header h;
+  if (!expect) {
+    auto r = client_.call("/v3/kv/deleterange", req);
+    if (!r) {
+      return r.status();
+    }
+    h = decode_header(*r);
+    prevs = field(*r, "prev_kvs");
+  } else {
+    Json txn = {{"compare", Json::array({compare_for(key, *expect)})},
+                {"success", Json::array({Json{{"request_delete_range", req}}})}};
+    auto r = client_.call("/v3/kv/txn", txn);
+    if (!r) {
+      return r.status();
+    }
+    h = decode_header(*r);
+    saw(h);
+    if (!succeeded(*r)) {
+      return conflict(key);
+    }
+    prevs = field(field(first_of(*r, "responses"), "response_delete_range"), "prev_kvs");
+  }
+  saw(h);
+  KeyValue kv;
+  if (!prevs.is_array() || prevs.empty() || !decode_kv(prevs[0], &kv)) {
+    return std::optional<Entry>();
+  }
+  Entry was = to_entry(std::move(kv));
+  Entry gone = was;
+  gone.value.clear();
+  gone.mod_revision = h.revision;
+  changes_.push_back(Change{true, std::move(gone)});
+  return std::optional<Entry>(std::move(was));
+}
+
+std::vector<Change> EtcdStore::take_changes() {
+  std::vector<Change> out;
+  out.swap(changes_);
+  return out;
+}
+
+StatusOr<int64_t> EtcdStore::generate_id() {
+  auto r = client_.call("/v3/kv/put", Json{{"key", base64_encode(prefix_ + "/gen_id")},
+                                           {"value", base64_encode("1")}});
+  if (!r) {
+    return r.status();
+  }
+  Header h = decode_header(*r);
+  saw(h);
+  return h.revision;
+}
+
+}  // namespace sluice::etcd

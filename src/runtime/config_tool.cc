@@ -1,0 +1,431 @@
+#include "runtime/config_tool.h"
+
+#include <fmt/format.h>
+#include <yaml-cpp/yaml.h>
+
+#include <array>
+#include <cstdio>
+#include <ctime>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <set>
+#include <sstream>
+
+#include "config/gateway_config.h"
+#include "config/validate.h"
+#include "config/yaml_json.h"
+#include "etcd/etcd_store.h"
+#include "store/config_index.h"
+#include "store/store.h"
+
+namespace sluice::runtime {
+
+using common::Status;
+using common::StatusOr;
+using Json = nlohmann::json;
+
+namespace {
+
+constexpr const char* kUsage =
+    "usage: sluice config dump [-c conf/config.yaml] [--from embedded|etcd|yaml] [-o FILE]\n"
+    "       sluice config load [-c conf/config.yaml] [--to embedded|etcd] [--replace] FILE\n";
+
+// Every kind a configuration holds, in the order a dump lists them.
+constexpr std::array<const char*, 12> kKinds = {
+    "routes",          "services",      "upstreams",    "consumers",
+    "consumer_groups", "ssls",          "global_rules", "plugin_configs",
+    "plugin_metadata", "stream_routes", "protos",       "secrets"};
+
+bool known_kind(std::string_view k) {
+  for (const char* n : kKinds) {
+    if (k == n) {
+      return true;
+    }
+  }
+  return false;
+}
+
+bool read_file(const std::string& path, std::string* out) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) {
+    return false;
+  }
+  std::ostringstream ss;
+  ss << f.rdbuf();
+  *out = ss.str();
+  return true;
+}
+
+struct Options {
+  std::string sub;
+  std::string config = "conf/config.yaml";
+  std::string place;  // --from / --to; empty = the config's provider
+  std::string out;    // -o
+  std::string file;   // load's FILE
+  bool replace = false;
+};
+
+StatusOr<config::GatewayConfig> load_config(const std::string& path) {
+  std::string text;
+  if (!read_file(path, &text)) {
+    return Status::error(fmt::format("cannot read {}", path));
+  }
+  size_t slash = path.rfind('/');
+  return config::parse_gateway_config(text,
+                                      slash == std::string::npos ? "." : path.substr(0, slash));
+}
+
+std::string provider_name(const config::GatewayConfig& c) {
+  switch (c.config_provider) {
+    case config::ConfigProvider::kEtcd:
+      return "etcd";
+    case config::ConfigProvider::kYaml:
+      return "yaml";
+    case config::ConfigProvider::kEmbedded:
+      break;
+  }
+  return "embedded";
+}
+
+std::string prefix_of(const config::GatewayConfig& c, const std::string& place) {
+  return place == "etcd" ? c.etcd.prefix : std::string("/apisix");
+}
+
+StatusOr<std::unique_ptr<store::ConfigStore>> open_place(const config::GatewayConfig& c,
+                                                         const std::string& place) {
+  if (place == "etcd") {
+    auto opts = etcd::client_options(c.etcd);
+    if (!opts) {
+      return opts.status();
+    }
+    return std::unique_ptr<store::ConfigStore>(
+        std::make_unique<etcd::EtcdStore>(std::move(opts).value(), c.etcd.prefix));
+  }
+  auto st = store::open_embedded(c.data_dir);
+  if (!st) {
+    return Status::error(st.status().message() +
+                         " (a running gateway holds the embedded store: stop it first)");
+  }
+  return std::move(st).value();
+}
+
+// Every resource in the store, as {kind: [values]} with the kinds in dump order.
+StatusOr<Json> read_store(store::ConfigStore& s, const std::string& prefix) {
+  auto entries = s.list(prefix + "/");
+  if (!entries) {
+    return entries.status();
+  }
+  std::sort(entries->begin(), entries->end(), [](const store::Entry& a, const store::Entry& b) {
+    return a.create_revision < b.create_revision;
+  });
+  Json doc = Json::object();
+  for (const auto& e : *entries) {
+    store::KeyParts parts;
+    if (!store::split_key(prefix, e.key, &parts) || !known_kind(parts.kind)) {
+      continue;
+    }
+    Json v = Json::parse(e.value, nullptr, false);
+    if (!v.is_object()) {
+      fprintf(stderr, "sluice config: %s: not a JSON object; left out\n", e.key.c_str());
+      continue;
+    }
+    doc[std::string(parts.kind)].push_back(std::move(v));
+  }
+  return doc;
+}
+
+void emit(YAML::Emitter& out, const Json& j) {
+  switch (j.type()) {
+    case Json::value_t::object:
+      out << YAML::BeginMap;
+      for (auto it = j.begin(); it != j.end(); ++it) {
+        out << YAML::Key << it.key() << YAML::Value;
+        emit(out, it.value());
+      }
+      out << YAML::EndMap;
+      break;
+    case Json::value_t::array:
+      out << YAML::BeginSeq;
+      for (const auto& e : j) {
+        emit(out, e);
+      }
+      out << YAML::EndSeq;
+      break;
+    case Json::value_t::string:
+      out << YAML::DoubleQuoted << j.get<std::string>();
+      break;
+    case Json::value_t::boolean:
+      out << (j.get<bool>() ? "true" : "false");
+      break;
+    case Json::value_t::number_integer:
+      out << j.get<int64_t>();
+      break;
+    case Json::value_t::number_unsigned:
+      out << j.get<uint64_t>();
+      break;
+    case Json::value_t::number_float:
+      out << fmt::format("{}", j.get<double>());
+      break;
+    default:
+      out << YAML::Null;
+      break;
+  }
+}
+
+std::string to_yaml(const Json& doc) {
+  YAML::Emitter out;
+  out << YAML::BeginMap;
+  for (const char* kind : kKinds) {
+    auto it = doc.find(kind);
+    if (it != doc.end() && !it->empty()) {
+      out << YAML::Key << kind << YAML::Value;
+      emit(out, *it);
+    }
+  }
+  out << YAML::EndMap;
+  std::string text = doc.empty() ? std::string("{}") : std::string(out.c_str());
+  return text + "\n#END\n";
+}
+
+// The id an item is stored under: `username` for consumers, `id` otherwise.
+StatusOr<std::string> item_id(std::string_view kind, const Json& item) {
+  const char* field = kind == "consumers" ? "username" : "id";
+  auto it = item.find(field);
+  if (it != item.end() && it->is_string() && !it->get<std::string>().empty()) {
+    return it->get<std::string>();
+  }
+  if (it != item.end() && it->is_number_integer() && it->get<int64_t>() > 0) {
+    return std::to_string(it->get<int64_t>());
+  }
+  return Status::error(fmt::format("missing or bad \"{}\"", field));
+}
+
+int dump(const Options& o, const config::GatewayConfig& conf) {
+  std::string place = o.place.empty() ? provider_name(conf) : o.place;
+  Json doc;
+  if (place == "yaml") {
+    std::string text;
+    if (!read_file(conf.standalone_path, &text)) {
+      fprintf(stderr, "sluice config dump: cannot read %s\n", conf.standalone_path.c_str());
+      return 1;
+    }
+    auto j = config::yaml_to_json(text, conf.standalone_path);
+    if (!j || !j->is_object()) {
+      fprintf(stderr, "sluice config dump: %s\n",
+              j ? "apisix.yaml: not a mapping" : j.status().message().c_str());
+      return 1;
+    }
+    doc = std::move(j).value();
+  } else {
+    auto s = open_place(conf, place);
+    if (!s) {
+      fprintf(stderr, "sluice config dump: %s\n", s.status().message().c_str());
+      return 1;
+    }
+    auto d = read_store(**s, prefix_of(conf, place));
+    if (!d) {
+      fprintf(stderr, "sluice config dump: %s\n", d.status().message().c_str());
+      return 1;
+    }
+    doc = std::move(d).value();
+  }
+  std::string text = to_yaml(doc);
+  if (o.out.empty() || o.out == "-") {
+    fwrite(text.data(), 1, text.size(), stdout);
+    return 0;
+  }
+  std::ofstream f(o.out, std::ios::binary | std::ios::trunc);
+  f << text;
+  f.close();
+  if (!f) {
+    fprintf(stderr, "sluice config dump: cannot write %s\n", o.out.c_str());
+    return 1;
+  }
+  size_t n = 0;
+  for (const auto& [k, v] : doc.items()) {
+    n += v.is_array() ? v.size() : 0;
+  }
+  fprintf(stderr, "sluice config dump: %zu resource(s) from %s written to %s\n", n, place.c_str(),
+          o.out.c_str());
+  return 0;
+}
+
+int load(const Options& o, const config::GatewayConfig& conf) {
+  std::string place = o.place.empty() ? provider_name(conf) : o.place;
+  if (place != "embedded" && place != "etcd") {
+    fprintf(stderr, "sluice config load: --to must be embedded or etcd\n");
+    return 2;
+  }
+  std::string text;
+  if (!read_file(o.file, &text)) {
+    fprintf(stderr, "sluice config load: cannot read %s\n", o.file.c_str());
+    return 1;
+  }
+  auto parsed = config::yaml_to_json(text, o.file);
+  if (!parsed) {
+    fprintf(stderr, "sluice config load: %s\n", parsed.status().message().c_str());
+    return 1;
+  }
+  Json doc = parsed->is_null() ? Json::object() : std::move(parsed).value();
+  if (!doc.is_object()) {
+    fprintf(stderr, "sluice config load: %s: expected a mapping of kinds to lists\n",
+            o.file.c_str());
+    return 1;
+  }
+  // Everything is checked before anything is written.
+  const std::string prefix = prefix_of(conf, place);
+  std::vector<std::pair<std::string, Json>> writes;  // key -> value
+  std::set<std::string> keys;
+  std::set<std::string> errors_seen;
+  int errors = 0;
+  for (const auto& [kind, items] : doc.items()) {
+    if (!known_kind(kind)) {
+      fprintf(stderr, "sluice config load: %s: unknown kind \"%s\"\n", o.file.c_str(),
+              kind.c_str());
+      ++errors;
+      continue;
+    }
+    if (!items.is_array()) {
+      fprintf(stderr, "sluice config load: %s: %s: expected a list\n", o.file.c_str(),
+              kind.c_str());
+      ++errors;
+      continue;
+    }
+    for (size_t i = 0; i < items.size(); ++i) {
+      const Json& item = items[i];
+      std::string where = fmt::format("{}[{}]", kind, i);
+      if (!item.is_object()) {
+        fprintf(stderr, "sluice config load: %s: expected an object\n", where.c_str());
+        ++errors;
+        continue;
+      }
+      auto id = item_id(kind, item);
+      if (!id) {
+        fprintf(stderr, "sluice config load: %s: %s\n", where.c_str(),
+                id.status().message().c_str());
+        ++errors;
+        continue;
+      }
+      Json obj = item;
+      Status st = config::validate_resource(kind, *id, obj);
+      if (!st) {
+        fprintf(stderr, "sluice config load: %s (id %s): %s\n", where.c_str(), id->c_str(),
+                st.message().c_str());
+        ++errors;
+        continue;
+      }
+      std::string key = fmt::format("{}/{}/{}", prefix, kind, *id);
+      if (!keys.insert(key).second) {
+        fprintf(stderr, "sluice config load: %s: duplicate id %s\n", where.c_str(), id->c_str());
+        ++errors;
+        continue;
+      }
+      if (kind != "consumers") {
+        obj["id"] = *id;  // stored as a string, as the Admin API stores it
+      }
+      int64_t now = static_cast<int64_t>(time(nullptr));
+      if (!obj.contains("create_time")) {
+        obj["create_time"] = now;
+      }
+      if (!obj.contains("update_time")) {
+        obj["update_time"] = now;
+      }
+      writes.emplace_back(key, std::move(obj));
+    }
+  }
+  if (errors > 0) {
+    fprintf(stderr, "sluice config load: %d error(s) in %s: nothing was written\n", errors,
+            o.file.c_str());
+    return 1;
+  }
+  auto s = open_place(conf, place);
+  if (!s) {
+    fprintf(stderr, "sluice config load: %s\n", s.status().message().c_str());
+    return 1;
+  }
+  size_t removed = 0;
+  if (o.replace) {
+    auto existing = (*s)->list(prefix + "/");
+    if (!existing) {
+      fprintf(stderr, "sluice config load: %s\n", existing.status().message().c_str());
+      return 1;
+    }
+    for (const auto& e : *existing) {
+      store::KeyParts parts;
+      if (store::split_key(prefix, e.key, &parts) && known_kind(parts.kind) &&
+          !keys.contains(e.key)) {
+        auto r = (*s)->remove(e.key, std::nullopt);
+        if (!r) {
+          fprintf(stderr, "sluice config load: deleting %s: %s\n", e.key.c_str(),
+                  r.status().message().c_str());
+          return 1;
+        }
+        ++removed;
+      }
+    }
+  }
+  for (const auto& [key, value] : writes) {
+    auto r = (*s)->put(key, value.dump(), 0, std::nullopt);
+    if (!r) {
+      fprintf(stderr, "sluice config load: writing %s: %s\n", key.c_str(),
+              r.status().message().c_str());
+      return 1;
+    }
+  }
+  fprintf(stderr, "sluice config load: %zu resource(s) written to %s under %s, %zu deleted\n",
+          writes.size(), place.c_str(), prefix.c_str(), removed);
+  return 0;
+}
+
+}  // namespace
+
+int config_main(const std::vector<std::string>& args) {
+  Options o;
+  if (args.empty() || (args[0] != "dump" && args[0] != "load")) {
+    fputs(kUsage, stderr);
+    return 2;
+  }
+  o.sub = args[0];
+  for (size_t i = 1; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    bool has_value = i + 1 < args.size();
+    if ((a == "-c" || a == "--config") && has_value) {
+      o.config = args[++i];
+    } else if (a == "--from" && o.sub == "dump" && has_value) {
+      o.place = args[++i];
+    } else if (a == "--to" && o.sub == "load" && has_value) {
+      o.place = args[++i];
+    } else if (a == "-o" && o.sub == "dump" && has_value) {
+      o.out = args[++i];
+    } else if (a == "--replace" && o.sub == "load") {
+      o.replace = true;
+    } else if (a == "-h" || a == "--help") {
+      fputs(kUsage, stdout);
+      return 0;
+    } else if (o.sub == "load" && o.file.empty() && !a.starts_with("-")) {
+      o.file = a;
+    } else {
+      fprintf(stderr, "sluice config %s: unexpected argument %s\n%s", o.sub.c_str(), a.c_str(),
+              kUsage);
+      return 2;
+    }
+  }
+  if (o.sub == "load" && o.file.empty()) {
+    fprintf(stderr, "sluice config load: which file?\n%s", kUsage);
+    return 2;
+  }
+  if (!o.place.empty() && o.place != "embedded" && o.place != "etcd" && o.place != "yaml") {
+    fprintf(stderr, "sluice config %s: unknown place %s (embedded, etcd or yaml)\n", o.sub.c_str(),
+            o.place.c_str());
+    return 2;
+  }
+  auto conf = load_config(o.config);
+  if (!conf) {
+    fprintf(stderr, "sluice config %s: %s\n", o.sub.c_str(), conf.status().message().c_str());
+    return 1;
+  }
+  return o.sub == "dump" ? dump(o, *conf) : load(o, *conf);
+}
+
+}  // namespace sluice::runtime
