@@ -105,3 +105,36 @@ def admin_gw(make_gateway):
 def gw(upstream, make_gateway):
     """A running gateway (2 workers) routing every path to the echo `upstream`."""
     return make_gateway(routes=[harness.route("/*", upstream, rid="all")], workers=2)
+
+
+# --------------------------------------------------------------------------- etcd
+
+
+def _etcd_cluster(tmp_path, name, members):
+    from etcd_cluster import EtcdCluster
+    cluster = EtcdCluster(tmp_path / name, members=members)
+    try:
+        cluster.start()
+    except BaseException:
+        cluster.close()
+        raise
+    return cluster
+
+
+@pytest.fixture
+def etcd(tmp_path):
+    """A running 1-member etcd cluster on free loopback ports (etcd_cluster.EtcdCluster:
+    etcd.urls, etcd.put/get/get_kv/ctl/compact/revision, stop_member/kill_member/
+    start_member, wipe). Stopped by PID at teardown, data dirs deleted, member logs printed.
+    Name it before make_gateway in a test's arguments so gateways stop before etcd does."""
+    cluster = _etcd_cluster(tmp_path, "etcd", 1)
+    yield cluster
+    cluster.close()
+
+
+@pytest.fixture
+def etcd3(tmp_path):
+    """A running 3-member etcd cluster (see `etcd`)."""
+    cluster = _etcd_cluster(tmp_path, "etcd3", 3)
+    yield cluster
+    cluster.close()
