@@ -427,6 +427,14 @@ class Reader {
   std::map<std::string, ConfigProvider> providers_;  // role name -> its config_provider
 };
 
+// `path` as seen from the directory `base`: absolute and empty paths are kept.
+std::string resolve(const std::string& base, const std::string& path) {
+  if (path.empty() || path.front() == '/') {
+    return path;
+  }
+  return base == "/" ? "/" + path : base + "/" + path;
+}
+
 std::string directory_prefix(const std::string& dir) {
   if (dir.empty()) {
     return ".";
@@ -452,14 +460,10 @@ StatusOr<GatewayConfig> parse_gateway_config(const std::string& yaml_text, const
     return s;
   }
   std::string base = directory_prefix(dir);
-  reader.cfg.standalone_path = base == "/" ? "/apisix.yaml" : base + "/apisix.yaml";
-  std::string& data = reader.cfg.data_dir;
-  if (data.empty()) {
-    data = base == "/" ? "/data" : base + "/data";
-  } else if (data.front() != '/') {
-    data = base + "/" + data;
-  }
-  return std::move(reader.cfg);
+  GatewayConfig& cfg = reader.cfg;
+  cfg.standalone_path = resolve(base, "apisix.yaml");
+  cfg.data_dir = resolve(base, cfg.data_dir.empty() ? "data" : cfg.data_dir);
+  return std::move(cfg);
 }
 
 }  // namespace sluice::config
