@@ -12,6 +12,7 @@
 
 #include "config/env_subst.h"
 #include "config/field_decoder.h"
+#include "config/gateway_etcd.h"
 #include "config/gateway_values.h"
 #include "config/yaml_json.h"
 #include "router/ip.h"
@@ -24,6 +25,7 @@ using common::StatusOr;
 namespace {
 
 constexpr const char* kSource = "config.yaml";
+constexpr size_t kMaxEtcdHosts = 16;
 
 Status error_at(const std::string& path, const std::string& message) {
   return Status::error(fmt::format("{}: {}: {}", kSource, path, message));
@@ -58,6 +60,9 @@ StatusOr<double> seconds(const Json& v) {
   }
   return parse_duration(v);
 }
+
+// A file path as written; parse_gateway_config resolves relative ones.
+StatusOr<std::string> file_path(const Json& v) { return as_string(v, 1, 4096); }
 
 StatusOr<int> worker_count(const Json& v) {
   if (v.is_string() && v.get_ref<const std::string&>() == "auto") {
@@ -199,9 +204,19 @@ class Reader {
           [this](auto& x, auto& p) {
             return assign(p, &cfg.graceful_shutdown_timeout, seconds(x));
           }},
-         {"max_connections", [this](auto& x, auto& p) {
-            return assign(p, &cfg.max_connections, connection_cap(x));
-          }}});
+         {"max_connections",
+          [this](auto& x, auto& p) { return assign(p, &cfg.max_connections, connection_cap(x)); }},
+         {"ssl", [this](auto& x, auto& p) { return apisix_ssl(x, p); }}});
+  }
+
+  // apisix.ssl: only the CA bundle, which Sluice uses for etcd as APISIX does.
+  Status apisix_ssl(const Json& v, const std::string& path) {
+    return walk(v, path, {{"ssl_trusted_certificate", [this](auto& x, auto& p) {
+                             // APISIX 3.x's name for the system CAs, an empty trusted_ca here.
+                             bool system = x == "system";
+                             return system ? Status::ok()
+                                           : assign(p, &cfg.etcd.tls.trusted_ca, file_path(x));
+                           }}});
   }
 
   Status nginx(const Json& v, const std::string& path) {
@@ -270,7 +285,56 @@ class Reader {
                  {"role_traditional", role_section("traditional")},
                  {"role_data_plane", role_section("data_plane")},
                  {"role_control_plane", role_section("control_plane")},
-                 {"admin", [this](auto& x, auto& p) { return admin(x, p); }}});
+                 {"admin", [this](auto& x, auto& p) { return admin(x, p); }},
+                 {"etcd", [this](auto& x, auto& p) { return etcd(x, p); }}});
+  }
+
+  Status etcd(const Json& v, const std::string& path) {
+    EtcdConfig& e = cfg.etcd;
+    Status s = walk(
+        v, path,
+        {{"host", [this](auto& x, auto& p) { return etcd_hosts(x, p); }},
+         {"prefix", [&e](auto& x, auto& p) { return assign(p, &e.prefix, parse_etcd_prefix(x)); }},
+         {"timeout",
+          [&e](auto& x, auto& p) { return assign(p, &e.timeout, parse_etcd_timeout(x)); }},
+         {"user", [&e](auto& x, auto& p) { return assign(p, &e.user, as_string(x, 1, 256)); }},
+         {"password", [&e](auto& x, auto& p) { return assign(p, &e.password, as_string(x)); }},
+         {"tls", [this](auto& x, auto& p) { return etcd_tls(x, p); }}});
+    Status pair = both_or_neither(v, "user", "password");
+    return s.is_ok() && !pair.is_ok() ? error_at(path, pair.message()) : s;
+  }
+
+  Status etcd_hosts(const Json& v, const std::string& path) {
+    if (!v.is_array() || v.empty()) {
+      return error_at(
+          path, "expected a list of URLs such as [\"http://127.0.0.1:2379\"], got " + json_text(v));
+    }
+    if (v.size() > kMaxEtcdHosts) {
+      return error_at(path,
+                      fmt::format("expected at most {} URLs, got {}", kMaxEtcdHosts, v.size()));
+    }
+    cfg.etcd.hosts.clear();
+    for (size_t i = 0; i < v.size(); ++i) {
+      cfg.etcd.hosts.emplace_back();
+      Status s =
+          assign(fmt::format("{}[{}]", path, i), &cfg.etcd.hosts.back(), parse_etcd_url(v[i]));
+      if (!s.is_ok()) {
+        return s;
+      }
+    }
+    return Status::ok();
+  }
+
+  Status etcd_tls(const Json& v, const std::string& path) {
+    EtcdTls& t = cfg.etcd.tls;
+    Status s =
+        walk(v, path,
+             {{"cert", [&t](auto& x, auto& p) { return assign(p, &t.cert, file_path(x)); }},
+              {"key", [&t](auto& x, auto& p) { return assign(p, &t.key, file_path(x)); }},
+              {"verify", [&t](auto& x, auto& p) { return assign(p, &t.verify, boolean(x)); }},
+              {"sni", [&t](auto& x, auto& p) { return assign(p, &t.sni, parse_host_name(x)); }}});
+    Status pair = both_or_neither(v, "cert", "key");
+    return s.is_ok() && !pair.is_ok() ? error_at(path, pair.message()) : s;
   }
 
   Status sluice(const Json& v, const std::string& path) {
@@ -427,6 +491,14 @@ class Reader {
   std::map<std::string, ConfigProvider> providers_;  // role name -> its config_provider
 };
 
+// `path` as seen from the directory `base`: absolute and empty paths are kept.
+std::string resolve(const std::string& base, const std::string& path) {
+  if (path.empty() || path.front() == '/') {
+    return path;
+  }
+  return base == "/" ? "/" + path : base + "/" + path;
+}
+
 std::string directory_prefix(const std::string& dir) {
   if (dir.empty()) {
     return ".";
@@ -452,14 +524,13 @@ StatusOr<GatewayConfig> parse_gateway_config(const std::string& yaml_text, const
     return s;
   }
   std::string base = directory_prefix(dir);
-  reader.cfg.standalone_path = base == "/" ? "/apisix.yaml" : base + "/apisix.yaml";
-  std::string& data = reader.cfg.data_dir;
-  if (data.empty()) {
-    data = base == "/" ? "/data" : base + "/data";
-  } else if (data.front() != '/') {
-    data = base + "/" + data;
+  GatewayConfig& cfg = reader.cfg;
+  cfg.standalone_path = resolve(base, "apisix.yaml");
+  cfg.data_dir = resolve(base, cfg.data_dir.empty() ? "data" : cfg.data_dir);
+  for (std::string* file : {&cfg.etcd.tls.cert, &cfg.etcd.tls.key, &cfg.etcd.tls.trusted_ca}) {
+    *file = resolve(base, *file);
   }
-  return std::move(reader.cfg);
+  return std::move(cfg);
 }
 
 }  // namespace sluice::config

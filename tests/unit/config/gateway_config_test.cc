@@ -207,8 +207,8 @@ plugin_attr:
       ElementsAre(
           "config.yaml: apisix.enable_admin is not supported yet and is ignored",
           "config.yaml: apisix.node_listen[0].enable_http2 is not supported yet and is ignored",
-          "config.yaml: apisix.ssl is not supported yet and is ignored",
-          "config.yaml: deployment.etcd is not supported yet and is ignored",
+          "config.yaml: apisix.ssl.enable is not supported yet and is ignored",
+          "config.yaml: apisix.ssl.listen is not supported yet and is ignored",
           "config.yaml: nginx_config.error_log is not supported yet and is ignored",
           "config.yaml: nginx_config.http.enable_access_log is not supported yet and is ignored",
           "config.yaml: plugin_attr.log-rotate is not supported yet and is ignored",
