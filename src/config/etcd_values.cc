@@ -1,4 +1,4 @@
-#include "config/gateway_etcd.h"
+#include "config/etcd_values.h"
 
 #include <arpa/inet.h>
 #include <fmt/format.h>

@@ -1,7 +1,7 @@
 // deployment.etcd and apisix.ssl.ssl_trusted_certificate, read through parse_gateway_config
 // so that every error is asserted with the key path a user sees.
 
-#include "config/gateway_etcd.h"
+#include "config/etcd_values.h"
 
 #include <fmt/format.h>
 #include <gmock/gmock.h>
