@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <ctime>
+
 #include "store/config_index.h"
 
 namespace sluice::etcd {
@@ -39,7 +41,21 @@ StatusOr<std::optional<Entry>> EtcdStore::get(std::string_view key) {
   if (r->kvs.empty() || r->kvs[0].value == "init_dir") {
     return std::optional<Entry>();
   }
-  return std::optional<Entry>(to_entry(std::move(r->kvs[0])));
+  int64_t lease = r->kvs[0].lease;
+  Entry e = to_entry(std::move(r->kvs[0]));
+  if (lease != 0) {
+    // A key on a lease (?ttl=): what is left of it, so that a PATCH keeps the rest of its
+    // lifetime as it does on the embedded store.
+    auto t = client_.call("/v3/lease/timetolive", Json{{"ID", std::to_string(lease)}});
+    if (!t) {
+      return t.status();
+    }
+    int64_t left = json_i64(*t, "TTL");
+    if (left > 0) {
+      e.expire_at = static_cast<int64_t>(time(nullptr)) + left;
+    }
+  }
+  return std::optional<Entry>(std::move(e));
 }
 
 StatusOr<std::vector<Entry>> EtcdStore::list(std::string_view prefix) {

@@ -42,7 +42,8 @@ class EtcdStore final : public store::ConfigStore {
   std::vector<store::Change> changes_;
 };
 
-// A key/value from etcd as a store entry (lease TTLs are etcd's business: expire_at stays 0).
+// A key/value from etcd as a store entry. expire_at stays 0: etcd expires leased keys itself
+// (get() alone asks for a lease's remaining time, for PATCH).
 store::Entry to_entry(KeyValue kv);
 // APISIX's directory placeholders (`<prefix>/routes/` = "init_dir") and keys that are not
 // `<prefix>/<kind>/<id>` (such as `<prefix>/gen_id`) carry no resource.
