@@ -20,6 +20,7 @@ using server::AdminResponse;
 namespace {
 
 constexpr std::string_view kRoot = "/apisix/admin";
+constexpr int kPatchRetries = 8;  // PATCHes re-merged after a conflict before answering 409
 
 constexpr std::array<Kind, 12> kKinds = {{
     {"routes", "route", true, true},
@@ -235,7 +236,14 @@ AdminResponse Api::dispatch(Call& c) {
     return post(c);
   }
   if (m == "PATCH" && c.kind->patch) {
-    return patch(c);
+    // A PATCH is merged onto what is stored when it runs, so when another writer (another
+    // node on the same etcd) changed the object between our read and our compare-and-swap,
+    // it is simply merged again onto the newer value.
+    AdminResponse r = patch(c);
+    for (int again = 0; r.status == 409 && again < kPatchRetries; ++again) {
+      r = patch(c);
+    }
+    return r;
   }
   if (m == "DELETE") {
     return remove(c);

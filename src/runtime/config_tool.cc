@@ -353,7 +353,7 @@ int load(const Options& o, const config::GatewayConfig& conf) {
     }
     for (const auto& e : *existing) {
       store::KeyParts parts;
-      if (store::split_key(prefix, e.key, &parts) && known_kind(parts.kind) &&
+      if (store::split_key(prefix, e.key, &parts) && doc.contains(std::string(parts.kind)) &&
           !keys.contains(e.key)) {
         auto r = (*s)->remove(e.key, std::nullopt);
         if (!r) {

@@ -7,8 +7,8 @@
 //
 // dump writes an apisix.yaml document (one top-level list per kind, each item with its id,
 // ending with `#END`). load checks every item of FILE with the Admin API's validation first
-// and writes nothing unless all pass; --replace also deletes stored resources that FILE does
-// not hold. The embedded store is locked by a running gateway: stop it first.
+// and writes nothing unless all pass; --replace also deletes stored resources of the kinds
+// FILE lists (`services: []` counts) that it does not hold.
 
 #include <string>
 #include <vector>
