@@ -585,6 +585,17 @@ def test_ttl_uses_an_etcd_lease(etcd, make_gateway, upstream):
     assert_status([a, b], "/keep", 200, upstream)
     assert ok(b.admin("GET", "/routes/t"), 404).status == 404
 
+    # A PATCH keeps what is left of the lifetime (as on the embedded store); a PUT without
+    # ?ttl makes the object permanent.
+    ok(a.admin("PUT", "/routes/p?ttl=30", admin_route("/pttl", upstream)), 201)
+    ok(b.admin("PATCH", "/routes/p", {"desc": "patched"}), 200)
+    kv = etcd.get_kv("/apisix/routes/p")
+    assert json.loads(kv["value"])["desc"] == "patched"
+    assert kv["lease"] != 0, "PATCH dropped the key's lease"
+    assert 25 <= etcd.lease_ttl(kv["lease"]) <= 30
+    ok(a.admin("PUT", "/routes/p", admin_route("/pttl", upstream)), 200)
+    assert etcd.get_kv("/apisix/routes/p")["lease"] == 0, "PUT without ?ttl kept a lease"
+
 
 def test_invalid_values_are_skipped_and_logged(etcd, make_gateway, make_upstream):
     up1, up2 = make_upstream("up1"), make_upstream("up2")
