@@ -21,7 +21,11 @@ constexpr int kBackoffBaseMs = 100;
 constexpr int kBackoffCapMs = 5000;
 // A watch stream has no deadline of its own: it may stay quiet for hours. A dead member is
 // noticed by TCP keep-alive (see conn.cc); this bounds one read all the same.
-constexpr auto kStreamReadLimit = std::chrono::hours(1);
+// The watch asks for progress notifications, which etcd sends every 10 minutes by default on
+// a quiet stream; a stream silent for longer than this is taken as stalled and re-opened.
+constexpr auto kStreamReadLimit = std::chrono::minutes(25);
+// A full read goes in pages of this many keys, all at the revision of the first page.
+constexpr int64_t kPageKeys = 1000;
 constexpr size_t kMaxMessage = 64u << 20;
 
 }  // namespace
@@ -183,27 +187,59 @@ void Watcher::run() {
 }
 
 Status Watcher::sync(Client& client) {
-  auto r = client.range(prefix_, prefix_end(prefix_));
-  if (!r) {
-    return r.status();
-  }
   WatchEvent ev;
   ev.kind = WatchEvent::Kind::kResync;
-  ev.revision = r->header.revision;
   std::string_view prefix(prefix_.data(), prefix_.size() - 1);
-  for (auto& kv : r->kvs) {
-    if (is_resource_key(prefix, kv)) {
-      ev.entries.push_back(to_entry(std::move(kv)));
+  const std::string end = prefix_end(prefix_);
+  std::string from = prefix_;
+  Header first;
+  for (;;) {
+    // Every page at the first page's revision: one consistent cut of the prefix. Should that
+    // revision be compacted meanwhile, the call fails and the whole read starts over.
+    Json body = {{"key", base64_encode(from)},
+                 {"range_end", base64_encode(end)},
+                 {"limit", std::to_string(kPageKeys)}};
+    if (first.revision != 0) {
+      body["revision"] = std::to_string(first.revision);
     }
+    auto r = client.call("/v3/kv/range", body);
+    if (!r) {
+      return r.status();
+    }
+    if (first.revision == 0) {
+      first = decode_header(*r);
+    }
+    auto kvs = r->find("kvs");
+    size_t n = 0;
+    std::string last;
+    if (kvs != r->end() && kvs->is_array()) {
+      for (const auto& j : *kvs) {
+        KeyValue kv;
+        if (!decode_kv(j, &kv)) {
+          return Status::error("a range answer holds a key or value that is not base64");
+        }
+        ++n;
+        last = kv.key;
+        if (is_resource_key(prefix, kv)) {
+          ev.entries.push_back(to_entry(std::move(kv)));
+        }
+      }
+    }
+    auto more = r->find("more");
+    if (n == 0 || more == r->end() || !more->is_boolean() || !more->get<bool>()) {
+      break;
+    }
+    from = last + std::string(1, '\0');  // the next key after the last one
   }
-  if (cluster_id_ != 0 && r->header.cluster_id != cluster_id_) {
+  ev.revision = first.revision;
+  if (cluster_id_ != 0 && first.cluster_id != cluster_id_) {
     SLUICE_LOG(kWarn, "etcd: the cluster changed (id {:x} -> {:x}): configuration re-read",
-               cluster_id_, r->header.cluster_id);
+               cluster_id_, first.cluster_id);
   }
   SLUICE_LOG(kNotice, "etcd: read {} resource(s) under {} at revision {}", ev.entries.size(),
              prefix_, ev.revision);
-  cluster_id_ = r->header.cluster_id;
-  revision_ = r->header.revision;
+  cluster_id_ = first.cluster_id;
+  revision_ = first.revision;
   need_sync_ = false;
   resyncs_.fetch_add(1, std::memory_order_relaxed);
   push(std::move(ev));
@@ -238,7 +274,8 @@ Status Watcher::follow(Client& client, bool* healthy) {
   }
   Json create = {{"key", base64_encode(prefix_)},
                  {"range_end", base64_encode(prefix_end(prefix_))},
-                 {"start_revision", std::to_string(revision_ + 1)}};
+                 {"start_revision", std::to_string(revision_ + 1)},
+                 {"progress_notify", true}};
   Status st = (*conn)->post("/v3/watch", Json{{"create_request", create}}.dump(), client.token(),
                             connect_by);
   if (!st) {
@@ -325,10 +362,7 @@ Status Watcher::handle(const Json& msg, bool* created) {
     }
     bool deleted = e.value("type", std::string()) == "DELETE";
     revision_ = std::max(revision_, kv.mod_revision);
-    if (!is_resource_key(prefix, kv) && !(deleted && kv.value.empty() && [&] {
-          store::KeyParts parts;
-          return store::split_key(prefix, kv.key, &parts);
-        }())) {
+    if (!is_resource_key(prefix, kv)) {  // a DELETE's kv has no value: the key decides
       continue;
     }
     ev.changes.push_back(store::Change{deleted, to_entry(std::move(kv))});

@@ -1013,3 +1013,43 @@ def test_config_dump_and_load_round_trip(etcd, make_gateway, make_upstream, tmp_
     stored = {k for k, v in etcd.get_prefix("/apisix/").items() if k != "/apisix/gen_id"}
     assert stored == {"/apisix/routes/r1", "/apisix/routes/r6", "/apisix/upstreams/u1"}, \
         "after --replace with services: [] etcd holds %s" % sorted(stored)
+
+
+def _etcd_put_many(url, items):
+    """Puts (key, value) pairs through etcd's JSON gateway on one keep-alive connection
+    (thousands of etcdctl processes would take a minute)."""
+    import base64
+    import http.client
+    from urllib.parse import urlparse
+    u = urlparse(url)
+    conn = http.client.HTTPConnection(u.hostname, u.port, timeout=10)
+    try:
+        for key, value in items:
+            body = json.dumps({"key": base64.b64encode(key.encode()).decode(),
+                               "value": base64.b64encode(value.encode()).decode()})
+            conn.request("POST", "/v3/kv/put", body, {"Content-Type": "application/json"})
+            resp = conn.getresponse()
+            data = resp.read()
+            assert resp.status == 200, data
+    finally:
+        conn.close()
+
+
+def test_full_read_in_pages_at_one_revision(etcd, make_gateway, upstream):
+    """More keys than one page of the initial read (1,000): every one is served, and the
+    watch starts right after the read's revision (a write made just after the start serves)."""
+    n = 2345
+    items = [("/apisix/routes/p%05d" % i, json.dumps(eroute("p%05d" % i, "/page/%d" % i,
+                                                            upstream)))
+             for i in range(n)]
+    _etcd_put_many(etcd.urls[0], items)
+    rev = etcd.revision()
+    gw = etcd_gateway(make_gateway, etcd.urls)
+    line = gw.wait_for_log(r"read (\d+) resource\(s\) under /apisix/ at revision (\d+)",
+                           timeout=5)
+    assert line and int(line.group(1)) == n and int(line.group(2)) == rev, gw.log_tail()
+    for i in (0, 999, 1000, 1001, 1999, 2000, n - 1):
+        assert_status(gw, "/page/%d" % i, 200, upstream)
+    assert_status(gw, "/page/%d" % n, 404)
+    etcd.put("/apisix/routes/after", json.dumps(eroute("after", "/page/after", upstream)))
+    wait_serving(gw, "/page/after", up=upstream, timeout=PROPAGATION_LIMIT)
