@@ -23,8 +23,19 @@ run: setup build
 unit: build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
 
+# The suite runs in PYTEST_WORKERS processes (pytest-xdist; every test takes its own ports
+# and directories), then the tests marked `serial` (they measure time or capacity) alone.
+# Exit status 5 is pytest's "no test selected".
+PYTEST_WORKERS ?= 3
+PYTEST = /usr/bin/python3 -m pytest -q
+# $(1): test paths; $(2): environment assignments for both passes.
+define pytest_two_passes
+	$(2) $(PYTEST) -n $(PYTEST_WORKERS) -m "not serial" $(1)
+	$(2) $(PYTEST) -m serial $(1) || [ $$? -eq 5 ]
+endef
+
 integration: build
-	/usr/bin/python3 -m pytest -q tests/integration tests/bench_kit
+	$(call pytest_two_passes,tests/integration tests/bench_kit)
 
 # The full default benchmark (docs/benchmark.md): Sluice, nginx, HAProxy and the upstream,
 # scenarios 1 and 2, 3 runs each, and the p99 <= 3 ms throughput search. BENCH_ARGS adds
@@ -87,8 +98,7 @@ $(ASAN_BUILD)/build.ninja:
 test-asan: $(ASAN_BUILD)/build.ninja
 	cmake --build $(ASAN_BUILD) -j $(JOBS)
 	cd $(ASAN_BUILD) && ctest --output-on-failure -j $(JOBS)
-	SLUICE_BIN=$(CURDIR)/$(ASAN_BUILD)/sluice SLUICE_SKIP_SLOW=1 \
-	  /usr/bin/python3 -m pytest -q tests/integration
+	$(call pytest_two_passes,tests/integration,SLUICE_BIN=$(CURDIR)/$(ASAN_BUILD)/sluice SLUICE_SKIP_SLOW=1)
 
 $(TSAN_BUILD)/build.ninja:
 	cmake -S . -B $(TSAN_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \

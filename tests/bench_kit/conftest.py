@@ -155,3 +155,8 @@ def build():
         machine_x86 = MACHINE_X86
         machine_arm = MACHINE_ARM
     return Builders
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "serial: measures time or capacity; run alone, after "
+                            "the parallel part of the suite")

@@ -18,6 +18,10 @@ import pytest
 from benchkit import load, sla
 from benchkit.procs import Process, free_port
 
+# These runs measure latency and capacity: they run alone, after the parallel part of the
+# suite (Makefile: `-m serial`), so other tests' load does not move their figures.
+pytestmark = pytest.mark.serial
+
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SLUICE = os.environ.get("SLUICE_BIN", os.path.join(REPO, "build", "sluice"))
 KIT_ENV = dict(os.environ, SLUICE_BENCH_KIT=os.path.join(REPO, "tools", "bench",

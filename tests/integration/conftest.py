@@ -24,6 +24,8 @@ def pytest_configure(config):
                             "SLUICE_SKIP_SLOW=1 skips them")
     config.addinivalue_line("markers", "load: runs wrk against the gateway; "
                             "SLUICE_SKIP_SLOW=1 skips them")
+    config.addinivalue_line("markers", "serial: measures time or capacity; run alone, after "
+                            "the parallel part of the suite")
 
 
 def pytest_collection_modifyitems(config, items):

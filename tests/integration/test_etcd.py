@@ -1053,3 +1053,30 @@ def test_full_read_in_pages_at_one_revision(etcd, make_gateway, upstream):
     assert_status(gw, "/page/%d" % n, 404)
     etcd.put("/apisix/routes/after", json.dumps(eroute("after", "/page/after", upstream)))
     wait_serving(gw, "/page/after", up=upstream, timeout=PROPAGATION_LIMIT)
+
+
+def _etcd_watchers(url):
+    """etcd's own count of open watchers and watch streams (its /metrics)."""
+    import urllib.request
+    with urllib.request.urlopen(url + "/metrics", timeout=5) as r:
+        text = r.read().decode()
+    out = {}
+    for name in ("etcd_debugging_mvcc_watcher_total", "etcd_debugging_mvcc_watch_stream_total"):
+        m = re.search(r"^%s (\S+)$" % name, text, re.M)
+        assert m, "etcd's /metrics has no %s" % name
+        out[name] = float(m.group(1))
+    return out["etcd_debugging_mvcc_watcher_total"], out["etcd_debugging_mvcc_watch_stream_total"]
+
+
+def test_one_watch_per_process(etcd, make_gateway, upstream):
+    """However many workers, and after Admin API writes, a node holds ONE watch on etcd."""
+    assert _etcd_watchers(etcd.urls[0]) == (0, 0)
+    a = etcd_gateway(make_gateway, etcd.urls, workers=3)
+    for i in range(5):
+        ok(a.admin("PUT", "/routes/w%d" % i, admin_route("/w%d" % i, upstream)), 201)
+    wait_serving(a, "/w4", up=upstream, timeout=PROPAGATION_LIMIT)
+    assert wait_until(lambda: _etcd_watchers(etcd.urls[0]) == (1, 1), timeout=5), \
+        _etcd_watchers(etcd.urls[0])
+    etcd_gateway(make_gateway, etcd.urls, workers=2)
+    assert wait_until(lambda: _etcd_watchers(etcd.urls[0]) == (2, 2), timeout=5), \
+        _etcd_watchers(etcd.urls[0])
