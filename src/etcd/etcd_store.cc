@@ -115,6 +115,31 @@ Status conflict(std::string_view key) {
 
 }  // namespace
 
+StatusOr<Json> EtcdStore::write(std::string_view key, const char* path, const char* request,
+                                const char* response, Json req, std::optional<int64_t> expect,
+                                Header* h) {
+  if (!expect) {
+    auto r = client_.call(path, req);
+    if (r) {
+      *h = decode_header(*r);
+      saw(*h);
+    }
+    return r;
+  }
+  Json txn = {{"compare", Json::array({compare_for(key, *expect)})},
+              {"success", Json::array({Json{{request, std::move(req)}}})}};
+  auto r = client_.call("/v3/kv/txn", txn);
+  if (!r) {
+    return r.status();
+  }
+  *h = decode_header(*r);
+  saw(*h);
+  if (!succeeded(*r)) {
+    return conflict(key);
+  }
+  return field(first_of(*r, "responses"), response);
+}
+
 StatusOr<Entry> EtcdStore::put(std::string_view key, std::string_view value, int64_t ttl_seconds,
                                std::optional<int64_t> expect) {
   int64_t lease = 0;
@@ -129,30 +154,12 @@ StatusOr<Entry> EtcdStore::put(std::string_view key, std::string_view value, int
   if (lease != 0) {
     req["lease"] = std::to_string(lease);
   }
-  Json prev;
   Header h;
-  if (!expect) {
-    auto r = client_.call("/v3/kv/put", req);
-    if (!r) {
-      return r.status();
-    }
-    h = decode_header(*r);
-    prev = field(*r, "prev_kv");
-  } else {
-    Json txn = {{"compare", Json::array({compare_for(key, *expect)})},
-                {"success", Json::array({Json{{"request_put", req}}})}};
-    auto r = client_.call("/v3/kv/txn", txn);
-    if (!r) {
-      return r.status();
-    }
-    h = decode_header(*r);
-    saw(h);
-    if (!succeeded(*r)) {
-      return conflict(key);
-    }
-    prev = field(field(first_of(*r, "responses"), "response_put"), "prev_kv");
+  auto r = write(key, "/v3/kv/put", "request_put", "response_put", std::move(req), expect, &h);
+  if (!r) {
+    return r.status();
   }
-  saw(h);
+  Json prev = field(*r, "prev_kv");
   Entry e;
   e.key = std::string(key);
   e.value = std::string(value);
@@ -168,30 +175,13 @@ StatusOr<Entry> EtcdStore::put(std::string_view key, std::string_view value, int
 StatusOr<std::optional<Entry>> EtcdStore::remove(std::string_view key,
                                                  std::optional<int64_t> expect) {
   Json req = {{"key", base64_encode(key)}, {"prev_kv", true}};
-  Json prevs;
   Header h;
-  if (!expect) {
-    auto r = client_.call("/v3/kv/deleterange", req);
-    if (!r) {
-      return r.status();
-    }
-    h = decode_header(*r);
-    prevs = field(*r, "prev_kvs");
-  } else {
-    Json txn = {{"compare", Json::array({compare_for(key, *expect)})},
-                {"success", Json::array({Json{{"request_delete_range", req}}})}};
-    auto r = client_.call("/v3/kv/txn", txn);
-    if (!r) {
-      return r.status();
-    }
-    h = decode_header(*r);
-    saw(h);
-    if (!succeeded(*r)) {
-      return conflict(key);
-    }
-    prevs = field(field(first_of(*r, "responses"), "response_delete_range"), "prev_kvs");
+  auto r = write(key, "/v3/kv/deleterange", "request_delete_range", "response_delete_range",
+                 std::move(req), expect, &h);
+  if (!r) {
+    return r.status();
   }
-  saw(h);
+  Json prevs = field(*r, "prev_kvs");
   KeyValue kv;
   if (!prevs.is_array() || prevs.empty() || !decode_kv(prevs[0], &kv)) {
     return std::optional<Entry>();

@@ -35,6 +35,12 @@ class EtcdStore final : public store::ConfigStore {
 
  private:
   void saw(const Header& h);
+  // One write request: `req` sent alone to `path`, or, with `expect`, as the `request` of a
+  // txn guarded on the key's mod_revision (0: its absence). Returns the write's own answer
+  // (the txn's first `response`); a failed guard is an error starting "conflict".
+  common::StatusOr<Json> write(std::string_view key, const char* path, const char* request,
+                               const char* response, Json req, std::optional<int64_t> expect,
+                               Header* h);
 
   Client client_;
   std::string prefix_;

@@ -7,9 +7,9 @@
 
 #include <cerrno>
 #include <cstring>
-#include <fstream>
 #include <nlohmann/json.hpp>
-#include <sstream>
+
+#include "common/file.h"
 
 namespace sluice::etcd {
 
@@ -92,13 +92,10 @@ Status write_snapshot_file(const std::string& path, const PersistedSet& set) {
 }
 
 StatusOr<PersistedSet> read_snapshot_file(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) {
+  std::string text;
+  if (!common::read_file(path, &text)) {
     return Status::error(fmt::format("{}: {}", path, strerror(errno)));
   }
-  std::ostringstream ss;
-  ss << f.rdbuf();
-  std::string text = ss.str();
   auto bad = [&](std::string_view why) {
     return Status::error(fmt::format("{}: refused: {}", path, why));
   };

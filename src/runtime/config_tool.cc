@@ -12,6 +12,7 @@
 #include <set>
 #include <sstream>
 
+#include "common/file.h"
 #include "config/gateway_config.h"
 #include "config/validate.h"
 #include "config/yaml_json.h"
@@ -46,17 +47,6 @@ bool known_kind(std::string_view k) {
   return false;
 }
 
-bool read_file(const std::string& path, std::string* out) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) {
-    return false;
-  }
-  std::ostringstream ss;
-  ss << f.rdbuf();
-  *out = ss.str();
-  return true;
-}
-
 struct Options {
   std::string sub;
   std::string config = "conf/config.yaml";
@@ -68,7 +58,7 @@ struct Options {
 
 StatusOr<config::GatewayConfig> load_config(const std::string& path) {
   std::string text;
-  if (!read_file(path, &text)) {
+  if (!common::read_file(path, &text)) {
     return Status::error(fmt::format("cannot read {}", path));
   }
   size_t slash = path.rfind('/');
@@ -206,7 +196,7 @@ int dump(const Options& o, const config::GatewayConfig& conf) {
   Json doc;
   if (place == "yaml") {
     std::string text;
-    if (!read_file(conf.standalone_path, &text)) {
+    if (!common::read_file(conf.standalone_path, &text)) {
       fprintf(stderr, "sluice config dump: cannot read %s\n", conf.standalone_path.c_str());
       return 1;
     }
@@ -258,7 +248,7 @@ int load(const Options& o, const config::GatewayConfig& conf) {
     return 2;
   }
   std::string text;
-  if (!read_file(o.file, &text)) {
+  if (!common::read_file(o.file, &text)) {
     fprintf(stderr, "sluice config load: cannot read %s\n", o.file.c_str());
     return 1;
   }

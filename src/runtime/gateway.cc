@@ -16,6 +16,7 @@
 #include <sstream>
 
 #include "admin/auth.h"
+#include "common/file.h"
 #include "common/log.h"
 #include "config/plugin_registry.h"
 #include "config/snapshot_builder.h"
@@ -27,17 +28,6 @@ namespace sluice::runtime {
 namespace {
 
 constexpr int kTickMs = 200;  // apisix.yaml is checked this often
-
-bool read_file(const std::string& path, std::string* out) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) {
-    return false;
-  }
-  std::ostringstream ss;
-  ss << f.rdbuf();
-  *out = ss.str();
-  return true;
-}
 
 // Seconds to milliseconds, clamped into uint32 (a config may say 1e300 seconds).
 uint32_t to_ms(double s) {
@@ -72,7 +62,7 @@ Gateway::~Gateway() = default;
 
 common::StatusOr<config::GatewayConfig> Gateway::read_gateway_config() const {
   std::string text;
-  if (!read_file(config_path_, &text)) {
+  if (!common::read_file(config_path_, &text)) {
     return common::Status::error(fmt::format("cannot read {}: {}", config_path_, strerror(errno)));
   }
   return config::parse_gateway_config(text, config_dir_);
@@ -320,7 +310,7 @@ bool Gateway::routes_file_changed() {
 
 bool Gateway::reload_routes(bool at_start) {
   std::string text;
-  if (!read_file(conf_.standalone_path, &text)) {
+  if (!common::read_file(conf_.standalone_path, &text)) {
     SLUICE_LOG(kError, "cannot read {}: {}", conf_.standalone_path, strerror(errno));
     return false;
   }
