@@ -106,9 +106,10 @@ $(TSAN_BUILD)/build.ninja:
 
 test-tsan: $(TSAN_BUILD)/build.ninja
 	cmake --build $(TSAN_BUILD) -j $(JOBS) --target unit_io unit_server \
-	  unit_plugins_limit_count unit_metrics unit_health
+	  unit_plugins_limit_count unit_metrics unit_health unit_etcd
 	$(TSAN_BUILD)/unit_io
 	$(TSAN_BUILD)/unit_server
 	$(TSAN_BUILD)/unit_plugins_limit_count
 	$(TSAN_BUILD)/unit_metrics
 	$(TSAN_BUILD)/unit_health
+	$(TSAN_BUILD)/unit_etcd
