@@ -150,6 +150,16 @@ class Reader {
       cfg.config_provider =
           cfg.role == "traditional" ? ConfigProvider::kEmbedded : ConfigProvider::kYaml;
     }
+    if (s && cfg.role == "data_plane") {
+      // A data plane serves what it is given (apisix.yaml or etcd); it has no Admin API,
+      // as in APISIX.
+      if (cfg.config_provider == ConfigProvider::kEmbedded) {
+        return error_at("deployment.role_data_plane.config_provider",
+                        "expected yaml or etcd (a data plane has no Admin API to fill an "
+                        "embedded store), got \"embedded\"");
+      }
+      cfg.admin.enabled = false;
+    }
     return s;
   }
 

@@ -1080,3 +1080,19 @@ def test_one_watch_per_process(etcd, make_gateway, upstream):
     etcd_gateway(make_gateway, etcd.urls, workers=2)
     assert wait_until(lambda: _etcd_watchers(etcd.urls[0]) == (2, 2), timeout=5), \
         _etcd_watchers(etcd.urls[0])
+
+
+def test_data_plane_node_on_etcd(etcd, make_gateway, upstream):
+    """deployment.role: data_plane with role_data_plane.config_provider: etcd serves what a
+    traditional node writes, and has no Admin API (APISIX's decoupled deployment)."""
+    cp = etcd_gateway(make_gateway, etcd.urls)
+    dp = make_gateway(probe=False, config={
+        "deployment": {"role": "data_plane",
+                       "role_data_plane": {"config_provider": "etcd"},
+                       "etcd": {"host": list(etcd.urls), "timeout": ETCD_TIMEOUT}}})
+    ok(cp.admin("PUT", "/routes/dp", admin_route("/dp", upstream)), 201)
+    wait_serving(dp, "/dp", up=upstream, timeout=PROPAGATION_LIMIT)
+    assert "Admin API on" not in dp.log_text()
+    # The proxy port's /apisix/admin path is no Admin API either.
+    r = fetch(dp, "/apisix/admin/routes")
+    assert r is not None and r.status == 404, r

@@ -120,9 +120,13 @@ deployment:
   role_traditional:
     config_provider: etcd
   role_data_plane:
-    config_provider: embedded
+    config_provider: etcd
 )";
-  EXPECT_EQ(parse_ok(text).config_provider, ConfigProvider::kEmbedded);
+  GatewayConfig dp = parse_ok(text);
+  EXPECT_EQ(dp.config_provider, ConfigProvider::kEtcd);
+  EXPECT_FALSE(dp.admin.enabled);  // a data plane has no Admin API, as in APISIX
+  EXPECT_TRUE(parse_ok("deployment:\n  role_traditional:\n    config_provider: etcd\n")
+                  .admin.enabled);
   EXPECT_EQ(parse_ok("deployment:\n  role: control_plane\n").config_provider,
             ConfigProvider::kYaml);
   EXPECT_EQ(parse_ok("nginx_config:\n  worker_processes: auto\n").worker_processes, 0);
@@ -354,6 +358,9 @@ TEST(GatewayConfig, WrongValuesNameTheKey) {
        "config.yaml: deployment.role_data_plane.config_provider: expected one of yaml, etcd, "
        "embedded, got \"json\""},
       {"apisix: [\n", "config.yaml: line "},
+      {"deployment:\n  role: data_plane\n  role_data_plane:\n    config_provider: embedded\n",
+       "config.yaml: deployment.role_data_plane.config_provider: expected yaml or etcd (a data "
+       "plane has no Admin API to fill an embedded store), got \"embedded\""},
   };
   for (const auto& c : cases) {
     SCOPED_TRACE(c.yaml);
