@@ -150,16 +150,9 @@ AdminResponse Api::write(const Call& c, const std::string& id, Json obj, bool cr
                          int64_t create_time, int64_t ttl, std::optional<int64_t> expect) {
   const Kind& k = *c.kind;
   obj[id_field(k)] = id;  // already checked equal to any id given; stored as a string
-  Status st = config::validate_resource(k.name, id, obj);
+  Status st = config::check_resource(k.name, id, obj);
   if (!st) {
     return error_reply(400, st.message());
-  }
-  if (k.name == "routes") {
-    auto route = config::decode_route(obj);
-    st = route ? config::check_route_compiles(*route) : route.status();
-    if (!st) {
-      return error_reply(400, st.message());
-    }
   }
   st = check_references(obj, k);
   if (!st) {
@@ -350,6 +343,9 @@ AdminResponse Api::remove(const Call& c) {
   }
   auto removed = store_.remove(key, (*existing)->mod_revision);
   if (!removed) {
+    if (removed.status().message().rfind("conflict", 0) == 0) {  // another writer (etcd)
+      return error_reply(409, "conflict: the object changed while this request was handled");
+    }
     return store_error(removed.status());
   }
   if (after_write_) {

@@ -56,12 +56,13 @@ struct PrometheusExport {
 // deployment.etcd.tls: how Sluice talks TLS to etcd (hosts given as https://).
 // Thread: any (value type)
 struct EtcdTls {
-  std::string cert;  // client certificate file (PEM), for mutual TLS; with `key`
-  std::string key;   // its private key file (PEM)
+  std::string cert;    // client certificate file (PEM), for mutual TLS; with `key`
+  std::string key;     // its private key file (PEM)
   bool verify = true;  // verify the server's certificate against `trusted_ca` (or system CAs)
   std::string sni;     // server name sent and verified; default: the host's name
   // CA bundle file: apisix.ssl.ssl_trusted_certificate (APISIX's place for it); empty = system
   std::string trusted_ca;
+  bool operator==(const EtcdTls&) const = default;
 };
 
 // deployment.etcd: the etcd cluster a fleet of gateways shares (config_provider: etcd).
@@ -73,6 +74,7 @@ struct EtcdConfig {
   std::string user;                // user/password: etcd authentication (both or neither)
   std::string password;
   EtcdTls tls;
+  bool operator==(const EtcdConfig&) const = default;
 };
 
 // Thread: any (value type)

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include "config/snapshot_builder.h"
+
 namespace sluice::config {
 
 using common::Status;
@@ -83,6 +85,24 @@ Status validate_resource(std::string_view kind, std::string_view id, const Json&
 
 Status validate_resource(std::string_view kind, const Json& obj) {
   return validate_resource(kind, "", obj);
+}
+
+bool is_resource_kind(std::string_view kind) {
+  for (std::string_view k : kResourceKinds) {
+    if (k == kind) {
+      return true;
+    }
+  }
+  return false;
+}
+
+Status check_resource(std::string_view kind, std::string_view id, const Json& obj) {
+  Status st = validate_resource(kind, id, obj);
+  if (!st || kind != "routes") {
+    return st;
+  }
+  auto route = decode_route(obj);
+  return route ? check_route_compiles(*route) : route.status();
 }
 
 }  // namespace sluice::config

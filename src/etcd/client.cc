@@ -1,6 +1,7 @@
 #include "etcd/client.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <charconv>
 
@@ -29,12 +30,24 @@ int b64_value(char c) {
   return -1;
 }
 
-// The gRPC status codes after which another member may well succeed.
-bool member_trouble(int code, std::string_view msg) {
-  return code == 14 /* UNAVAILABLE */ || code == 4 /* DEADLINE_EXCEEDED */ ||
-         msg.find("no leader") != std::string_view::npos ||
-         msg.find("timed out") != std::string_view::npos ||
-         msg.find("not capable") != std::string_view::npos;
+constexpr auto kConnectTimeout = std::chrono::seconds(3);
+
+// Requests that may be sent twice without harm: reads, and leases (one granted twice expires
+// unused).
+bool retry_safe(std::string_view path) {
+  return path == "/v3/kv/range" || path == "/v3/auth/authenticate" || path == "/v3/lease/grant" ||
+         path == "/v3/lease/timetolive" || path == "/v3/lease/revoke";
+}
+
+// The errors after which another member may well succeed. A timeout is one only for a
+// request that may be sent twice: a write that timed out may have been applied.
+bool member_trouble(int code, std::string_view msg, bool safe) {
+  bool not_applied = code == 14 /* UNAVAILABLE */ ||
+                     msg.find("no leader") != std::string_view::npos ||
+                     msg.find("not capable") != std::string_view::npos;
+  bool timed_out =
+      code == 4 /* DEADLINE_EXCEEDED */ || msg.find("timed out") != std::string_view::npos;
+  return not_applied || (safe && timed_out);
 }
 
 }  // namespace
@@ -192,11 +205,11 @@ void Client::rotate() {
   current_ = (current_ + 1) % opts_.endpoints.size();
 }
 
-Status Client::authenticate(const Endpoint& ep) {
+Status Client::authenticate(const Endpoint& ep, Deadline deadline) {
   Json body = {{"name", opts_.user}, {"password", opts_.password}};
   Outcome outcome;
   token_.clear();
-  auto r = attempt(ep, "/v3/auth/authenticate", body.dump(), &outcome);
+  auto r = attempt(ep, "/v3/auth/authenticate", body.dump(), deadline, &outcome);
   if (!r) {
     return r.status();
   }
@@ -209,26 +222,44 @@ Status Client::authenticate(const Endpoint& ep) {
 }
 
 StatusOr<Json> Client::attempt(const Endpoint& ep, std::string_view path, const std::string& body,
-                               Outcome* outcome) {
+                               Deadline deadline, Outcome* outcome) {
   *outcome = Outcome::kTryNext;
-  Deadline deadline = Clock::now() + std::chrono::milliseconds(opts_.timeout_ms);
+  const bool safe = retry_safe(path);
   for (int tries = 0; tries < 2; ++tries) {
+    if (conn_ && conn_->idle_broken()) {
+      conn_.reset();  // closed by the member while idle (a restart): not worth a request
+    }
     bool fresh = !conn_;
     if (fresh) {
-      auto c = Conn::open(ep, opts_.tls.get(), deadline, cancel_fd_);
+      Deadline connect_by = std::min(deadline, Clock::now() + kConnectTimeout);
+      auto c = Conn::open(ep, opts_.tls.get(), connect_by, cancel_fd_);
       if (!c) {
         return c.status();
       }
       conn_ = std::move(c).value();
     }
     Status st = conn_->post(path, body, token_, deadline);
-    StatusOr<Conn::Response> resp =
-        st ? conn_->read_response(deadline) : StatusOr<Conn::Response>(st);
-    if (!resp) {
-      conn_.reset();
-      // A kept-alive connection the member closed meanwhile: one retry on a fresh one.
-      if (!fresh && resp.status().message().ends_with("connection closed")) {
+    if (!st) {
+      conn_.reset();  // a member cannot act on a request it did not get whole
+      if (!fresh) {
         continue;
+      }
+      return st;
+    }
+    auto resp = conn_->read_response(deadline);
+    if (!resp) {
+      bool nothing_back = !conn_->got_bytes();
+      conn_.reset();
+      // A kept-alive connection the member closed just as we sent: it never read the request.
+      if (!fresh && nothing_back && resp.status().message().ends_with("connection closed")) {
+        continue;
+      }
+      if (!safe) {
+        // The request went out and no answer came: it may have been applied. Sending it to
+        // another member could apply it twice (or fail its compare): say so instead.
+        *outcome = Outcome::kDone;
+        return Status::error(resp.status().message() +
+                             " (the request was sent; it may or may not have been applied)");
       }
       return resp.status();
     }
@@ -251,7 +282,7 @@ StatusOr<Json> Client::attempt(const Endpoint& ep, std::string_view path, const 
     if (code == 16 /* UNAUTHENTICATED */ && !opts_.user.empty() &&
         path != "/v3/auth/authenticate") {
       *outcome = Outcome::kReauth;
-    } else if (!member_trouble(code, msg)) {
+    } else if (!member_trouble(code, msg, safe)) {
       *outcome = Outcome::kDone;
     }
     return Status::error(fmt::format("{}: {}", ep.url, msg));
@@ -261,23 +292,26 @@ StatusOr<Json> Client::attempt(const Endpoint& ep, std::string_view path, const 
 
 StatusOr<Json> Client::call(std::string_view path, const Json& body) {
   std::string text = body.dump();
-  Status last = Status::ok();
+  // One budget for the whole call, across members: a cluster that does not answer costs the
+  // caller `timeout`, not `timeout` per member.
+  Deadline deadline = Clock::now() + std::chrono::milliseconds(opts_.timeout_ms);
+  std::vector<std::string> errors;
   bool reauthed = false;
-  for (size_t n = 0; n < opts_.endpoints.size(); ++n) {
+  for (size_t n = 0; n < opts_.endpoints.size() && Clock::now() < deadline; ++n) {
     const Endpoint& ep = opts_.endpoints[current_];
     if (!opts_.user.empty() && token_.empty()) {
-      Status a = authenticate(ep);
+      Status a = authenticate(ep, deadline);
       if (!a) {
-        last = a;
         if (a.message().find("authentication failed") != std::string::npos) {
           return Status::error("etcd: " + a.message());  // wrong user or password
         }
+        errors.push_back(a.message());
         rotate();
         continue;
       }
     }
     Outcome outcome;
-    auto r = attempt(ep, path, text, &outcome);
+    auto r = attempt(ep, path, text, deadline, &outcome);
     if (outcome == Outcome::kReauth && !reauthed) {
       reauthed = true;
       token_.clear();
@@ -287,10 +321,13 @@ StatusOr<Json> Client::call(std::string_view path, const Json& body) {
     if (r || outcome == Outcome::kDone) {
       return r;
     }
-    last = r.status();
+    errors.push_back(r.status().message());
     rotate();
   }
-  return Status::error("etcd unreachable: " + last.message());
+  if (errors.empty()) {
+    errors.push_back("no time left for a member to answer");
+  }
+  return Status::error("etcd unreachable: " + fmt::format("{}", fmt::join(errors, "; ")));
 }
 
 StatusOr<Client::Range> Client::range(std::string_view key, std::string_view range_end) {

@@ -2,9 +2,11 @@
 // etcd's v3 API through its HTTP/JSON gateway (POST /v3/kv/range, /v3/kv/put, /v3/kv/txn,
 // /v3/kv/deleterange, /v3/lease/grant, /v3/auth/authenticate): keys and values travel
 // base64-encoded, 64-bit numbers as JSON strings. A Client keeps one connection, fails over
-// to the next member on connection errors and on errors a healthy member would not give
-// (no leader, timeouts), and authenticates with user/password when configured, again after
-// the token expires. Calls block the calling thread up to deployment.etcd.timeout per member.
+// to the next member when the request was provably not acted on (no connection, no leader;
+// a read also on a timeout: a write that got no answer may have been applied, and is not
+// sent twice), and authenticates with user/password when configured, again after the token
+// expires. A call blocks the calling thread up to deployment.etcd.timeout in all (a connect
+// up to 3 s of it).
 
 #include <cstdint>
 #include <memory>
@@ -77,8 +79,8 @@ class Client {
  private:
   enum class Outcome { kDone, kTryNext, kReauth };
   common::StatusOr<Json> attempt(const Endpoint& ep, std::string_view path, const std::string& body,
-                                 Outcome* outcome);
-  common::Status authenticate(const Endpoint& ep);
+                                 Deadline deadline, Outcome* outcome);
+  common::Status authenticate(const Endpoint& ep, Deadline deadline);
 
   ClientOptions opts_;
   int cancel_fd_;

@@ -98,6 +98,8 @@ StatusOr<std::shared_ptr<TlsContext>> TlsContext::create(const config::EtcdTls& 
   } else {
     SSL_CTX_set_verify(ctx, SSL_VERIFY_NONE, nullptr);
   }
+  // A key with a passphrase fails to load instead of prompting on the terminal.
+  SSL_CTX_set_default_passwd_cb(ctx, [](char*, int, int, void*) { return 0; });
   if (!tls.cert.empty()) {
     if (SSL_CTX_use_certificate_chain_file(ctx, tls.cert.c_str()) != 1) {
       return Status::error(fmt::format("etcd TLS: cannot load the client certificate {}: {}",
@@ -296,6 +298,7 @@ Status Conn::fill(Deadline deadline) {
     }
     if (n > 0) {
       in_.append(buf, static_cast<size_t>(n));
+      got_bytes_ = true;
       return Status::ok();
     }
     Status st = wait(want, deadline);
@@ -305,9 +308,18 @@ Status Conn::fill(Deadline deadline) {
   }
 }
 
+bool Conn::idle_broken() const {
+  if (!in_.empty() || (ssl_ != nullptr && SSL_pending(ssl_) > 0)) {
+    return true;  // bytes nobody asked for
+  }
+  pollfd p = {fd_, POLLIN, 0};
+  return poll(&p, 1, 0) != 0;  // readable (EOF, reset, a TLS alert) or an error
+}
+
 Status Conn::post(std::string_view path, std::string_view body, std::string_view token,
                   Deadline deadline) {
   reusable_ = false;
+  got_bytes_ = false;
   std::string req = fmt::format(
       "POST {} HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json\r\n"
       "Content-Length: {}\r\n",

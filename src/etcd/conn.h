@@ -63,6 +63,10 @@ class Conn {
   common::Status read_stream(std::string* out, Deadline deadline);
   // True when the last response left the connection fit for another request.
   bool reusable() const { return reusable_; }
+  // True when an idle connection has something to read: the member closed it (or broke it).
+  bool idle_broken() const;
+  // True when any byte of the current response has arrived.
+  bool got_bytes() const { return got_bytes_; }
   const Endpoint& endpoint() const { return ep_; }
 
  private:
@@ -88,6 +92,7 @@ class Conn {
   uint64_t remaining_ = 0;  // Content-Length bytes still to come
   bool body_done_ = false;
   bool reusable_ = false;
+  bool got_bytes_ = false;
   h1::ChunkedDecoder chunk_;
 };
 

@@ -4,6 +4,7 @@
 
 #include <ctime>
 
+#include "common/log.h"
 #include "store/config_index.h"
 
 namespace sluice::etcd {
@@ -22,9 +23,52 @@ store::Entry to_entry(KeyValue kv) {
   return e;
 }
 
+bool valid_utf8(std::string_view s) {
+  constexpr uint32_t kMin[] = {0, 0x80, 0x800, 0x10000};
+  size_t i = 0;
+  while (i < s.size()) {
+    auto c = static_cast<uint8_t>(s[i]);
+    size_t n;  // continuation bytes
+    if (c < 0x80) {
+      n = 0;
+    } else if ((c >> 5) == 0x6) {
+      n = 1;
+    } else if ((c >> 4) == 0xe) {
+      n = 2;
+    } else if ((c >> 3) == 0x1e) {
+      n = 3;
+    } else {
+      return false;
+    }
+    if (i + n >= s.size()) {
+      return false;
+    }
+    uint32_t cp = n == 0 ? c : c & (0x3fu >> n);
+    for (size_t k = 1; k <= n; ++k) {
+      auto b = static_cast<uint8_t>(s[i + k]);
+      if ((b & 0xc0) != 0x80) {
+        return false;
+      }
+      cp = (cp << 6) | (b & 0x3fu);
+    }
+    if (cp < kMin[n] || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff)) {
+      return false;  // overlong, beyond Unicode, or a surrogate
+    }
+    i += n + 1;
+  }
+  return true;
+}
+
 bool is_resource_key(std::string_view prefix, const KeyValue& kv) {
   store::KeyParts parts;
-  return kv.value != "init_dir" && store::split_key(prefix, kv.key, &parts);
+  if (kv.value == "init_dir" || !store::split_key(prefix, kv.key, &parts)) {
+    return false;
+  }
+  if (!valid_utf8(kv.key)) {
+    SLUICE_LOG(kError, "etcd: a key under {} that is not valid UTF-8 was skipped", prefix);
+    return false;
+  }
+  return true;
 }
 
 EtcdStore::EtcdStore(ClientOptions opts, std::string prefix)
@@ -67,7 +111,7 @@ StatusOr<std::vector<Entry>> EtcdStore::list(std::string_view prefix) {
   std::vector<Entry> out;
   out.reserve(r->kvs.size());
   for (auto& kv : r->kvs) {
-    if (kv.value != "init_dir" && kv.key != prefix) {
+    if (kv.value != "init_dir" && kv.key != prefix && valid_utf8(kv.key)) {
       out.push_back(to_entry(std::move(kv)));
     }
   }
@@ -157,6 +201,9 @@ StatusOr<Entry> EtcdStore::put(std::string_view key, std::string_view value, int
   Header h;
   auto r = write(key, "/v3/kv/put", "request_put", "response_put", std::move(req), expect, &h);
   if (!r) {
+    if (lease != 0) {  // granted for a write that did not happen: give it back
+      client_.call("/v3/lease/revoke", Json{{"ID", std::to_string(lease)}});
+    }
     return r.status();
   }
   Json prev = field(*r, "prev_kv");

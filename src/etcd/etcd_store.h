@@ -53,6 +53,9 @@ class EtcdStore final : public store::ConfigStore {
 store::Entry to_entry(KeyValue kv);
 // APISIX's directory placeholders (`<prefix>/routes/` = "init_dir") and keys that are not
 // `<prefix>/<kind>/<id>` (such as `<prefix>/gen_id`) carry no resource.
+// Keys that are not valid UTF-8 are skipped too (logged): they could not be shown as JSON.
 bool is_resource_key(std::string_view prefix, const KeyValue& kv);
+// Strict UTF-8: no overlong forms, surrogates or code points beyond U+10FFFF.
+bool valid_utf8(std::string_view s);
 
 }  // namespace sluice::etcd

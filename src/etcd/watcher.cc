@@ -147,15 +147,24 @@ void Watcher::run() {
   std::string last_logged;
   Clock::time_point logged_at;
   while (!stopping_.load()) {
-    Status st = need_sync_ ? sync(client) : check_member(client);
-    if (st && need_sync_) {
-      st = sync(client);
-    }
     bool healthy = false;
-    if (st) {
-      st = follow(client, &healthy);
+    events_seen_ = false;
+    auto began = Clock::now();
+    Status st;
+    try {
+      st = need_sync_ ? sync(client) : check_member(client);
+      if (st && need_sync_) {
+        st = sync(client);
+      }
+      if (st) {
+        st = follow(client, &healthy);
+      }
+    } catch (const std::exception& e) {  // an answer of a shape no etcd sends: a broken stream
+      st = Status::error(fmt::format("unexpected answer: {}", e.what()));
     }
-    if (healthy) {
+    // The backoff starts over only after a stream that worked: one that delivered events or
+    // lived a while, not one that is accepted and then fails at once, again and again.
+    if (healthy && (events_seen_ || Clock::now() - began > std::chrono::seconds(5))) {
       failures = 0;
     }
     if (stopping_.load()) {
@@ -315,13 +324,29 @@ Status Watcher::follow(Client& client, bool* healthy) {
   }
 }
 
+namespace {
+
+// A field of an etcd answer read without trusting its type: a wrong one reads as absent.
+bool flag(const Json& obj, const char* name) {
+  auto it = obj.find(name);
+  return it != obj.end() && it->is_boolean() && it->get<bool>();
+}
+
+std::string text(const Json& obj, const char* name) {
+  auto it = obj.find(name);
+  return it != obj.end() && it->is_string() ? it->get<std::string>() : std::string();
+}
+
+}  // namespace
+
 Status Watcher::handle(const Json& msg, bool* created) {
   if (!msg.is_object()) {
     return Status::error("the watch stream sent a message that is not a JSON object");
   }
   auto err = msg.find("error");
   if (err != msg.end()) {
-    return Status::error(fmt::format("the watch failed: {}", err->dump()));
+    return Status::error(fmt::format("the watch failed: {}",
+                                     err->dump(-1, ' ', false, Json::error_handler_t::replace)));
   }
   auto it = msg.find("result");
   if (it == msg.end() || !it->is_object()) {
@@ -329,12 +354,13 @@ Status Watcher::handle(const Json& msg, bool* created) {
   }
   const Json& res = *it;
   Header h = decode_header(res);
-  if (res.value("created", false) == true) {
+  if (flag(res, "created")) {
     *created = true;
     if (h.revision < revision_) {
       need_sync_ = true;
       return Status::error("etcd's revision went backwards: re-reading everything");
     }
+    return Status::ok();
   }
   int64_t compacted = json_i64(res, "compact_revision");
   if (compacted > 0) {
@@ -344,23 +370,31 @@ Status Watcher::handle(const Json& msg, bool* created) {
                revision_ + 1, compacted);
     return Status::error("compacted");
   }
-  if (res.value("canceled", false) == true) {
-    return Status::error(fmt::format("the watch was cancelled: {}",
-                                     res.value("cancel_reason", std::string("no reason"))));
+  if (flag(res, "canceled")) {
+    std::string why = text(res, "cancel_reason");
+    return Status::error(
+        fmt::format("the watch was cancelled: {}", why.empty() ? "no reason given" : why));
   }
   auto events = res.find("events");
   if (events == res.end() || !events->is_array() || events->empty()) {
+    // A progress notification: every event up to its revision has been sent, so a watch
+    // re-opened later may start after it (it is then less likely to have been compacted).
+    if (*created && h.revision > revision_) {
+      revision_ = h.revision;
+    }
     return Status::ok();
   }
+  events_seen_ = true;
   WatchEvent ev;
   std::string_view prefix(prefix_.data(), prefix_.size() - 1);
   for (const auto& e : *events) {
     KeyValue kv;
-    if (!e.is_object() || !decode_kv(e.value("kv", Json::object()), &kv)) {
+    auto kvit = e.is_object() ? e.find("kv") : e.end();
+    if (!e.is_object() || kvit == e.end() || !decode_kv(*kvit, &kv)) {
       SLUICE_LOG(kError, "etcd: a watch event that does not decode was skipped");
       continue;
     }
-    bool deleted = e.value("type", std::string()) == "DELETE";
+    bool deleted = text(e, "type") == "DELETE";
     revision_ = std::max(revision_, kv.mod_revision);
     if (!is_resource_key(prefix, kv)) {  // a DELETE's kv has no value: the key decides
       continue;

@@ -72,6 +72,7 @@ class Watcher {
 
   // Watch thread only.
   bool need_sync_ = true;
+  bool events_seen_ = false;  // the current stream delivered events
   int64_t revision_ = 0;
   uint64_t cluster_id_ = 0;
 

@@ -32,20 +32,11 @@ constexpr const char* kUsage =
     "usage: sluice config dump [-c conf/config.yaml] [--from embedded|etcd|yaml] [-o FILE]\n"
     "       sluice config load [-c conf/config.yaml] [--to embedded|etcd] [--replace] FILE\n";
 
-// Every kind a configuration holds, in the order a dump lists them.
-constexpr std::array<const char*, 12> kKinds = {
-    "routes",          "services",      "upstreams",    "consumers",
-    "consumer_groups", "ssls",          "global_rules", "plugin_configs",
-    "plugin_metadata", "stream_routes", "protos",       "secrets"};
-
-bool known_kind(std::string_view k) {
-  for (const char* n : kKinds) {
-    if (k == n) {
-      return true;
-    }
-  }
-  return false;
-}
+// The order `load` writes in: what others reference before what references it.
+constexpr std::array<const char*, 12> kWriteOrder = {
+    "upstreams", "services", "plugin_configs", "consumer_groups",
+    "consumers", "ssls",     "global_rules",   "plugin_metadata",
+    "protos",    "secrets",  "stream_routes",  "routes"};
 
 struct Options {
   std::string sub;
@@ -112,7 +103,7 @@ StatusOr<Json> read_store(store::ConfigStore& s, const std::string& prefix) {
   Json doc = Json::object();
   for (const auto& e : *entries) {
     store::KeyParts parts;
-    if (!store::split_key(prefix, e.key, &parts) || !known_kind(parts.kind)) {
+    if (!store::split_key(prefix, e.key, &parts) || !config::is_resource_kind(parts.kind)) {
       continue;
     }
     Json v = Json::parse(e.value, nullptr, false);
@@ -166,10 +157,10 @@ void emit(YAML::Emitter& out, const Json& j) {
 std::string to_yaml(const Json& doc) {
   YAML::Emitter out;
   out << YAML::BeginMap;
-  for (const char* kind : kKinds) {
+  for (std::string_view kind : config::kResourceKinds) {
     auto it = doc.find(kind);
     if (it != doc.end() && !it->empty()) {
-      out << YAML::Key << kind << YAML::Value;
+      out << YAML::Key << std::string(kind) << YAML::Value;
       emit(out, *it);
     }
   }
@@ -270,7 +261,7 @@ int load(const Options& o, const config::GatewayConfig& conf) {
   std::set<std::string> errors_seen;
   int errors = 0;
   for (const auto& [kind, items] : doc.items()) {
-    if (!known_kind(kind)) {
+    if (!config::is_resource_kind(kind)) {
       fprintf(stderr, "sluice config load: %s: unknown kind \"%s\"\n", o.file.c_str(),
               kind.c_str());
       ++errors;
@@ -298,7 +289,7 @@ int load(const Options& o, const config::GatewayConfig& conf) {
         continue;
       }
       Json obj = item;
-      Status st = config::validate_resource(kind, *id, obj);
+      Status st = config::check_resource(kind, *id, obj);
       if (!st) {
         fprintf(stderr, "sluice config load: %s (id %s): %s\n", where.c_str(), id->c_str(),
                 st.message().c_str());
@@ -334,7 +325,25 @@ int load(const Options& o, const config::GatewayConfig& conf) {
     fprintf(stderr, "sluice config load: %s\n", s.status().message().c_str());
     return 1;
   }
-  size_t removed = 0;
+  // Referenced kinds first and routes last, so that a node watching etcd never serves a
+  // route whose upstream or service is not there yet; stale objects go after the new ones
+  // are in, referrers first.
+  auto rank = [](std::string_view kind) {
+    for (size_t i = 0; i < kWriteOrder.size(); ++i) {
+      if (kind == kWriteOrder[i]) {
+        return i;
+      }
+    }
+    return kWriteOrder.size();
+  };
+  auto kind_of = [&](const std::string& key) {
+    store::KeyParts parts;
+    return store::split_key(prefix, key, &parts) ? std::string(parts.kind) : std::string();
+  };
+  std::stable_sort(writes.begin(), writes.end(), [&](const auto& a, const auto& b) {
+    return rank(kind_of(a.first)) < rank(kind_of(b.first));
+  });
+  std::vector<std::string> stale;
   if (o.replace) {
     auto existing = (*s)->list(prefix + "/");
     if (!existing) {
@@ -342,18 +351,14 @@ int load(const Options& o, const config::GatewayConfig& conf) {
       return 1;
     }
     for (const auto& e : *existing) {
-      store::KeyParts parts;
-      if (store::split_key(prefix, e.key, &parts) && doc.contains(std::string(parts.kind)) &&
-          !keys.contains(e.key)) {
-        auto r = (*s)->remove(e.key, std::nullopt);
-        if (!r) {
-          fprintf(stderr, "sluice config load: deleting %s: %s\n", e.key.c_str(),
-                  r.status().message().c_str());
-          return 1;
-        }
-        ++removed;
+      std::string kind = kind_of(e.key);
+      if (!kind.empty() && doc.contains(kind) && !keys.contains(e.key)) {
+        stale.push_back(e.key);
       }
     }
+    std::stable_sort(stale.begin(), stale.end(), [&](const auto& a, const auto& b) {
+      return rank(kind_of(a)) > rank(kind_of(b));
+    });
   }
   for (const auto& [key, value] : writes) {
     auto r = (*s)->put(key, value.dump(), 0, std::nullopt);
@@ -362,6 +367,16 @@ int load(const Options& o, const config::GatewayConfig& conf) {
               r.status().message().c_str());
       return 1;
     }
+  }
+  size_t removed = 0;
+  for (const auto& key : stale) {
+    auto r = (*s)->remove(key, std::nullopt);
+    if (!r) {
+      fprintf(stderr, "sluice config load: deleting %s: %s\n", key.c_str(),
+              r.status().message().c_str());
+      return 1;
+    }
+    ++removed;
   }
   fprintf(stderr, "sluice config load: %zu resource(s) written to %s under %s, %zu deleted\n",
           writes.size(), place.c_str(), prefix.c_str(), removed);

@@ -164,7 +164,7 @@ common::Status Gateway::open_admin() {
 void Gateway::absorb_changes() {
   for (const auto& c : store_->take_changes()) {
     if (on_etcd()) {
-      apply_etcd_change(c);
+      apply_etcd_change(c, true);
       continue;
     }
     common::Status st = index_.apply(c);
@@ -384,7 +384,7 @@ void Gateway::on_sighup() {
   if (old_conf.worker_processes != conf_.worker_processes ||
       old_conf.node_listen.size() != conf_.node_listen.size() ||
       old_conf.config_provider != conf_.config_provider || old_conf.data_dir != conf_.data_dir ||
-      old_conf.etcd.hosts != conf_.etcd.hosts || old_conf.etcd.prefix != conf_.etcd.prefix) {
+      old_conf.etcd != conf_.etcd) {
     SLUICE_LOG(kWarn,
                "worker_processes, node_listen, the config provider, deployment.etcd and "
                "data_dir changes take effect after a restart");

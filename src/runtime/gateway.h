@@ -68,9 +68,12 @@ class Gateway {
   // config_provider etcd (gateway_etcd.cc): the store, the watch, the persisted snapshot.
   common::Status open_etcd();
   void on_etcd_events();
-  // Applies one change unless this revision of the key was already applied; an invalid
-  // value is logged and skipped, the key's previous version keeps serving.
-  void apply_etcd_change(const store::Change& c);
+  // Applies one change: `own` for this node's Admin API writes (applied at once), else from
+  // the watch, skipping what this node's own newer writes replaced. An invalid value is
+  // logged and skipped; the key's previous version keeps serving.
+  void apply_etcd_change(const store::Change& c, bool own);
+  // The Admin API's checks, for a value read from etcd.
+  common::Status check_etcd_value(const store::Change& c) const;
   // Replaces the whole index with `entries` (sorted here by create revision), atomically:
   // the new index is built aside; an invalid entry keeps its last good version.
   void resync_etcd(std::vector<store::Entry> entries, int64_t revision, const char* source);
@@ -101,8 +104,9 @@ class Gateway {
   // etcd mode: the watch, the data directory (lock + persisted snapshot), what was applied.
   std::unique_ptr<etcd::Watcher> watcher_;
   std::optional<store::DataDir> data_dir_;
-  std::unordered_map<std::string, int64_t> etcd_seen_;  // key -> newest revision applied
-  std::map<std::string, store::Entry> etcd_good_;       // key -> the value serving now
+  // This node's own writes not yet seen back through the watch: key -> revision.
+  std::unordered_map<std::string, int64_t> etcd_pending_;
+  std::map<std::string, store::Entry> etcd_good_;  // key -> the value serving now
   int64_t etcd_revision_ = 0;
   bool etcd_persist_due_ = false;
   int64_t etcd_persisted_ms_ = 0;

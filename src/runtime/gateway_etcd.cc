@@ -9,6 +9,7 @@
 #include <chrono>
 
 #include "common/log.h"
+#include "config/validate.h"
 #include "etcd/snapshot_file.h"
 #include "runtime/gateway.h"
 
@@ -83,7 +84,7 @@ void Gateway::on_etcd_events() {
       resync_etcd(std::move(ev.entries), ev.revision, "etcd");
     } else {
       for (const auto& c : ev.changes) {
-        apply_etcd_change(c);
+        apply_etcd_change(c, false);
       }
       etcd_revision_ = std::max(etcd_revision_, ev.revision);
     }
@@ -93,26 +94,53 @@ void Gateway::on_etcd_events() {
   }
 }
 
-void Gateway::apply_etcd_change(const store::Change& c) {
-  int64_t& seen = etcd_seen_[c.entry.key];
-  if (c.entry.mod_revision <= seen) {
-    return;  // already applied: this node's own write, come back through the watch
+void Gateway::apply_etcd_change(const store::Change& c, bool own) {
+  const std::string& key = c.entry.key;
+  const int64_t rev = c.entry.mod_revision;
+  if (own) {
+    int64_t& p = etcd_pending_[key];
+    p = std::max(p, rev);
+  } else if (auto p = etcd_pending_.find(key); p != etcd_pending_.end()) {
+    // The watch comes in revision order; this node's own writes were applied ahead of it.
+    if (rev <= p->second) {
+      if (rev == p->second) {
+        etcd_pending_.erase(p);  // our write, back through the watch: applied already
+      }
+      return;  // an older state of a key this node has written since
+    }
+    etcd_pending_.erase(p);
   }
-  seen = c.entry.mod_revision;
-  etcd_revision_ = std::max(etcd_revision_, c.entry.mod_revision);
-  common::Status st = index_.apply(c);
+  etcd_revision_ = std::max(etcd_revision_, rev);
+  common::Status st = check_etcd_value(c);
+  if (st) {
+    st = index_.apply(c);
+  }
   if (!st) {
     SLUICE_LOG(kError, "etcd: {} at revision {} skipped, its previous version keeps serving: {}",
-               c.entry.key, c.entry.mod_revision, st.message());
+               key, rev, st.message());
     return;
   }
   if (c.deleted) {
-    etcd_good_.erase(c.entry.key);
+    etcd_good_.erase(key);
   } else {
-    etcd_good_[c.entry.key] = c.entry;
+    etcd_good_[key] = c.entry;
   }
   dirty_ = true;
   etcd_persist_due_ = true;
+}
+
+common::Status Gateway::check_etcd_value(const store::Change& c) const {
+  store::KeyParts parts;
+  if (c.deleted || !store::split_key(conf_.etcd.prefix, c.entry.key, &parts) ||
+      !config::is_resource_kind(parts.kind)) {
+    return common::Status::ok();  // ConfigIndex keeps other kinds for reference checks only
+  }
+  config::Json v = config::Json::parse(c.entry.value, nullptr, false);
+  if (!v.is_object()) {
+    return common::Status::error("the value is not a JSON object");
+  }
+  // What the Admin API would have refused is refused here too: anyone may write to etcd.
+  return config::check_resource(parts.kind, parts.id, v);
 }
 
 void Gateway::resync_etcd(std::vector<store::Entry> entries, int64_t revision, const char* source) {
@@ -122,11 +150,13 @@ void Gateway::resync_etcd(std::vector<store::Entry> entries, int64_t revision, c
   });
   store::ConfigIndex fresh(conf_.etcd.prefix);
   std::map<std::string, store::Entry> good;
-  std::unordered_map<std::string, int64_t> seen;
   size_t skipped = 0;
   for (auto& e : entries) {
-    seen[e.key] = e.mod_revision;
-    common::Status st = fresh.apply(store::Change{false, e});
+    store::Change c{false, e};
+    common::Status st = check_etcd_value(c);
+    if (st) {
+      st = fresh.apply(c);
+    }
     if (st) {
       good[e.key] = std::move(e);
       continue;
@@ -142,9 +172,27 @@ void Gateway::resync_etcd(std::vector<store::Entry> entries, int64_t revision, c
                  st.message());
     }
   }
+  // This node's own writes newer than the read stay as they are: the watch brings them next.
+  for (auto it = etcd_pending_.begin(); it != etcd_pending_.end();) {
+    if (it->second <= revision) {
+      it = etcd_pending_.erase(it);  // the read has them
+      continue;
+    }
+    auto now = etcd_good_.find(it->first);
+    if (now != etcd_good_.end()) {
+      if (fresh.apply(store::Change{false, now->second})) {
+        good[it->first] = now->second;
+      }
+    } else {
+      store::Entry gone;
+      gone.key = it->first;
+      fresh.apply(store::Change{true, gone});
+      good.erase(it->first);
+    }
+    ++it;
+  }
   index_ = std::move(fresh);
   etcd_good_ = std::move(good);
-  etcd_seen_ = std::move(seen);
   etcd_revision_ = revision;
   dirty_ = true;
   etcd_persist_due_ = true;
@@ -167,7 +215,12 @@ void Gateway::persist_etcd(bool force) {
   for (const auto& [key, e] : etcd_good_) {
     set.entries.push_back(e);
   }
-  common::Status st = etcd::write_snapshot_file(etcd_snapshot_path(), set);
+  common::Status st;
+  try {
+    st = etcd::write_snapshot_file(etcd_snapshot_path(), set);
+  } catch (const std::exception& e) {  // never expected: keys and values are checked UTF-8
+    st = common::Status::error(e.what());
+  }
   etcd_persisted_ms_ = now;
   if (!st) {
     SLUICE_LOG(kError, "etcd: cannot persist the configuration: {}", st.message());

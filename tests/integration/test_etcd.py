@@ -1025,8 +1025,10 @@ def _etcd_put_many(url, items):
     conn = http.client.HTTPConnection(u.hostname, u.port, timeout=10)
     try:
         for key, value in items:
-            body = json.dumps({"key": base64.b64encode(key.encode()).decode(),
-                               "value": base64.b64encode(value.encode()).decode()})
+            key = key if isinstance(key, bytes) else key.encode()
+            value = value if isinstance(value, bytes) else value.encode()
+            body = json.dumps({"key": base64.b64encode(key).decode(),
+                               "value": base64.b64encode(value).decode()})
             conn.request("POST", "/v3/kv/put", body, {"Content-Type": "application/json"})
             resp = conn.getresponse()
             data = resp.read()
@@ -1096,3 +1098,53 @@ def test_data_plane_node_on_etcd(etcd, make_gateway, upstream):
     # The proxy port's /apisix/admin path is no Admin API either.
     r = fetch(dp, "/apisix/admin/routes")
     assert r is not None and r.status == 404, r
+
+
+def test_hostile_values_written_straight_into_etcd(etcd, make_gateway, upstream):
+    """What the Admin API refuses is refused when it comes from etcd too, per object: a key
+    that is not UTF-8, a route whose vars do not compile or whose remote_addrs do not parse.
+    The node neither dies nor stops applying the rest."""
+    gw = etcd_gateway(make_gateway, etcd.urls)
+    etcd.put("/apisix/routes/ok", json.dumps(eroute("ok", "/ok", upstream)))
+    wait_serving(gw, "/ok", up=upstream, timeout=PROPAGATION_LIMIT)
+    start = gw.log_size()
+    _etcd_put_many(etcd.urls[0], [
+        (b"/apisix/consumers/\xff\xfe", b'{"username":"x"}'),
+        ("/apisix/routes/badvars", json.dumps(eroute("badvars", "/badvars", upstream,
+                                                     vars=[["arg_a", "~~", "(["]]))),
+        ("/apisix/routes/badaddr", json.dumps(eroute("badaddr", "/badaddr", upstream,
+                                                     remote_addrs=["1.2.3.4/99"]))),
+    ])
+    etcd.put("/apisix/routes/after", json.dumps(eroute("after", "/after", upstream)))
+    wait_serving(gw, "/after", up=upstream, timeout=PROPAGATION_LIMIT,
+                 what="a valid route after hostile ones")
+    assert gw.alive()
+    log = gw.log_text()[start:]
+    assert "not valid UTF-8" in log, log[-2000:]
+    assert re.search(r"/apisix/routes/badvars at revision \d+ skipped", log), log[-2000:]
+    assert re.search(r"/apisix/routes/badaddr at revision \d+ skipped", log), log[-2000:]
+    assert_status(gw, "/badvars", 404)
+    assert_status(gw, "/badaddr", 404)
+    assert_status(gw, "/ok", 200, upstream)
+    # The Admin API lists consumers without tripping over the key it cannot show.
+    r = gw.admin("GET", "/consumers")
+    assert r.status == 200, r.body
+    # And a restart (the initial read, then the persisted snapshot) gets the same.
+    gw.restart()
+    wait_serving(gw, "/after", up=upstream, timeout=5)
+    assert_status(gw, "/badvars", 404)
+
+
+def test_config_load_refuses_what_would_not_serve(etcd, make_gateway, tmp_path, upstream):
+    gw = etcd_gateway(make_gateway, etcd.urls, start=False)
+    gw.write_config()
+    path = tmp_path / "bad-vars.yaml"
+    path.write_text(yaml.safe_dump({"routes": [
+        {"id": "v1", "uri": "/v1", "upstream": {"type": "roundrobin",
+                                                "nodes": {upstream.addr: 1}},
+         "vars": [["arg_a", "~~", "(["]]}]}) + "#END\n")
+    rev = etcd.revision()
+    p = sluice_cli("config", "load", "-c", gw.config_path, "--to", "etcd", path)
+    assert p.returncode == 1, p
+    assert "v1" in p.stderr and "vars" in p.stderr, p.stderr
+    assert etcd.revision() == rev

@@ -8,6 +8,7 @@
 
 #include "etcd/client.h"
 #include "etcd/endpoint.h"
+#include "etcd/etcd_store.h"
 #include "etcd/watcher.h"
 
 namespace sluice::etcd {
@@ -141,6 +142,42 @@ TEST(Endpoint, ParsesUrls) {
                           "http://a:12x", "http://u@a:1", "http://a:1/path", "http://[::1"}) {
     EXPECT_FALSE(parse_endpoint(bad)) << bad;
   }
+}
+
+}  // namespace
+}  // namespace sluice::etcd
+
+namespace sluice::etcd {
+namespace {
+
+TEST(ValidUtf8, AcceptsUtf8AndRefusesTheRest) {
+  EXPECT_TRUE(valid_utf8(""));
+  EXPECT_TRUE(valid_utf8("/apisix/routes/1"));
+  EXPECT_TRUE(valid_utf8("caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80"));
+  EXPECT_FALSE(valid_utf8("\xff"));
+  EXPECT_FALSE(valid_utf8("\xc3"));              // truncated
+  EXPECT_FALSE(valid_utf8("\xe2\x82"));          // truncated
+  EXPECT_FALSE(valid_utf8("\xc0\xaf"));          // overlong '/'
+  EXPECT_FALSE(valid_utf8("\xed\xa0\x80"));      // a surrogate
+  EXPECT_FALSE(valid_utf8("\xf4\x90\x80\x80"));  // beyond U+10FFFF
+  EXPECT_FALSE(valid_utf8("a\x80"));             // a lone continuation byte
+}
+
+TEST(IsResourceKey, PlaceholdersOddKeysAndBadUtf8) {
+  KeyValue kv;
+  kv.key = "/apisix/routes/1";
+  kv.value = "{}";
+  EXPECT_TRUE(is_resource_key("/apisix", kv));
+  kv.key = "/apisix/consumers/\xff";
+  EXPECT_FALSE(is_resource_key("/apisix", kv));
+  kv.key = "/apisix/routes/";
+  kv.value = "init_dir";
+  EXPECT_FALSE(is_resource_key("/apisix", kv));
+  kv.key = "/apisix/gen_id";
+  kv.value = "1";
+  EXPECT_FALSE(is_resource_key("/apisix", kv));
+  kv.key = "/apisixx/routes/1";
+  EXPECT_FALSE(is_resource_key("/apisix", kv));
 }
 
 }  // namespace
