@@ -10,7 +10,7 @@ import time
 import pytest
 
 from fake_upstream import delay, fixed
-from harness import Client, free_port, get, route, vm_rss_kib
+from harness import Client, free_port, get, route, sample_value, scrape, vm_rss_kib
 
 BUSY = b'{"error_msg":"too many connections"}\n'
 
@@ -26,6 +26,21 @@ def wait_in_flight(upstream, n):
     """Waits until n /slow requests reached the upstream: their connections are counted."""
     assert upstream.wait_for(lambda u: len(u.requests_for("/slow")) >= n, timeout=10), \
         "only %d of %d requests reached the upstream" % (len(upstream.requests_for("/slow")), n)
+
+
+def wait_no_connections(gw, timeout=5.0):
+    """Waits until the gateway holds no client connection: the ones its start-up checks
+    opened are closed on the gateway's side too. Until then one of them may hold a slot of
+    a cap on another worker, where a new connection cannot evict it (seen on a loaded
+    machine)."""
+    line = 'apisix_nginx_http_current_connections{state="active"}'
+    deadline = time.monotonic() + timeout
+    while True:
+        active = sample_value(scrape(gw).body.decode(), line)
+        if active == 0 or time.monotonic() > deadline:
+            assert active == 0, "the gateway still holds %r connection(s)" % active
+            return
+        time.sleep(0.02)
 
 
 def is_shed(port):
@@ -75,6 +90,7 @@ def test_listener_cap_leaves_other_listeners_serving(make_gateway, slow_upstream
     gw = make_gateway(routes=[route("/*", slow_upstream)], workers=2,
                       listen=[{"ip": "127.0.0.1", "port": capped, "max_connections": 2},
                               {"ip": "127.0.0.1", "port": other}])
+    wait_no_connections(gw)
     busy = [busy_request(capped) for _ in range(2)]
     wait_in_flight(slow_upstream, 2)
     assert is_shed(capped)
@@ -87,6 +103,7 @@ def test_listener_cap_leaves_other_listeners_serving(make_gateway, slow_upstream
 def test_global_cap_spans_workers(make_gateway, slow_upstream):
     gw = make_gateway(routes=[route("/*", slow_upstream)], workers=2,
                       config={"apisix": {"max_connections": 3}})
+    wait_no_connections(gw)
     busy = [busy_request(gw.port) for _ in range(3)]
     wait_in_flight(slow_upstream, 3)
     assert is_shed(gw.port)
