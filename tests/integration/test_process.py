@@ -150,6 +150,11 @@ def test_unsupported_keys_are_named_in_a_warning(make_gateway, upstream):
 @pytest.mark.parametrize("workers", [1, 4])
 def test_worker_threads(make_gateway, upstream, workers):
     gw = make_gateway(routes=[route("/*", upstream)], workers=workers)
+    # The listeners accept (into the kernel's backlog) a moment before the worker threads
+    # run: on a loaded machine the count may need that moment.
+    deadline = time.monotonic() + 5
+    while gw.task_count() < workers + 1 and time.monotonic() < deadline:
+        time.sleep(0.02)
     assert gw.task_count() >= workers + 1, "%d tasks for %d workers" % (gw.task_count(), workers)
     for i in range(20):
         assert get(gw.port, "/w%d" % i).status == 200
@@ -157,6 +162,9 @@ def test_worker_threads(make_gateway, upstream, workers):
 
 def test_worker_processes_auto(make_gateway, upstream):
     gw = make_gateway(routes=[route("/*", upstream)], workers="auto")
+    deadline = time.monotonic() + 5
+    while gw.task_count() < 2 and time.monotonic() < deadline:
+        time.sleep(0.02)
     assert gw.task_count() >= 2
     for i in range(10):
         assert get(gw.port, "/w%d" % i).status == 200
