@@ -18,6 +18,7 @@
 #include <chrono>
 #include <filesystem>
 #include <map>
+#include <random>
 #include <string>
 #include <thread>
 #include <vector>
@@ -31,16 +32,27 @@ namespace {
 
 using namespace std::chrono_literals;
 
+// A free loopback port below the kernel's ephemeral range (32768 up, by default): etcd is
+// stopped and started again on its port, and a port from the ephemeral range could meanwhile
+// become the local port of another test's outgoing connection.
 uint16_t free_port() {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a));
-  socklen_t len = sizeof(a);
-  getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
-  close(fd);
-  return ntohs(a.sin_port);
+  static std::mt19937 rng(std::random_device{}());
+  for (int i = 0; i < 200; ++i) {
+    auto port = static_cast<uint16_t>(std::uniform_int_distribution<int>(15000, 32000)(rng));
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    int one = 1;
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    a.sin_port = htons(port);
+    bool ok = bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0;
+    close(fd);
+    if (ok) {
+      return port;
+    }
+  }
+  return 0;
 }
 
 // One etcd member in `dir`, on a client port of the caller's choosing.
