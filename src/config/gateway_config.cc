@@ -11,8 +11,8 @@
 #include <map>
 
 #include "config/env_subst.h"
-#include "config/field_decoder.h"
 #include "config/etcd_values.h"
+#include "config/field_decoder.h"
 #include "config/gateway_values.h"
 #include "config/yaml_json.h"
 #include "router/ip.h"

@@ -125,8 +125,8 @@ deployment:
   GatewayConfig dp = parse_ok(text);
   EXPECT_EQ(dp.config_provider, ConfigProvider::kEtcd);
   EXPECT_FALSE(dp.admin.enabled);  // a data plane has no Admin API, as in APISIX
-  EXPECT_TRUE(parse_ok("deployment:\n  role_traditional:\n    config_provider: etcd\n")
-                  .admin.enabled);
+  EXPECT_TRUE(
+      parse_ok("deployment:\n  role_traditional:\n    config_provider: etcd\n").admin.enabled);
   EXPECT_EQ(parse_ok("deployment:\n  role: control_plane\n").config_provider,
             ConfigProvider::kYaml);
   EXPECT_EQ(parse_ok("nginx_config:\n  worker_processes: auto\n").worker_processes, 0);
