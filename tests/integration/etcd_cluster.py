@@ -21,10 +21,8 @@ unless `endpoints=` names some (a list of URLs, or member indexes).
 import base64
 import json
 import os
-import random
 import shutil
 import signal
-import socket
 import subprocess
 import time
 import urllib.error
@@ -40,40 +38,11 @@ class EtcdError(AssertionError):
     pass
 
 
-def _ephemeral_range():
-    try:
-        with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
-            lo, hi = (int(x) for x in f.read().split())
-            return lo, hi
-    except (OSError, ValueError):
-        return 32768, 60999
-
-
-def _stable_port():
-    """A free loopback port outside the kernel's ephemeral range. Members are stopped and
-    started again on their ports; a port from the ephemeral range could meanwhile become the
-    local port of some other test's outgoing connection (or another free_port()), and the
-    restart would fail with "address already in use"."""
-    lo, hi = _ephemeral_range()
-    candidates = (15000, lo) if lo - 15000 > 2000 else (hi + 1, 65535)
-    for _ in range(200):
-        port = random.randrange(*candidates)
-        s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        try:
-            s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-            s.bind(("127.0.0.1", port))
-            return port
-        except OSError:
-            continue
-        finally:
-            s.close()
-    return free_port()
-
-
 def _distinct_free_ports(n):
     ports = set()
     while len(ports) < n:
-        ports.add(_stable_port())
+        ports.add(free_port())  # below the ephemeral range: a member restarted
+        # on its port cannot find it taken by an outgoing connection
     return list(ports)
 
 

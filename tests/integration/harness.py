@@ -31,8 +31,61 @@ DEFAULT = type("Default", (), {"__repr__": lambda self: "DEFAULT"})()  # "the us
 # --------------------------------------------------------------------------- ports
 
 
+def _ephemeral_range():
+    try:
+        with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
+            lo, hi = (int(x) for x in f.read().split())
+            return lo, hi
+    except (OSError, ValueError):
+        return 32768, 60999
+
+
+def _port_slice():
+    """This test process's own slice of the ports below the kernel's ephemeral range.
+
+    A port the kernel picks for bind(0) is freed when the picker closes it, and the kernel may
+    pick it again: for the next free_port() of the same test (two listeners of one gateway on
+    one port: seen in CI), for another pytest-xdist worker, or as the local port of any
+    outgoing connection. Ports below the ephemeral range are never picked by the kernel;
+    giving each xdist worker its own slice of them keeps the workers apart, and a cursor
+    within the slice keeps one process from handing out a port twice until it wraps."""
+    lo, hi = _ephemeral_range()
+    base = 15000
+    if lo - base < 2000:
+        return None
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "")
+    count = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "0") or 0)
+    # Slot 0 is the process without xdist (a serial run), slots 1.. the workers gw0, gw1, ...
+    index = int(worker[2:]) + 1 if worker.startswith("gw") and worker[2:].isdigit() else 0
+    slots = max(count + 1, 4)
+    width = (lo - base) // slots
+    start = base + (index % slots) * width
+    return start, start + width
+
+
+_PORTS = {"slice": None, "cursor": None}
+
+
 def free_port():
-    """A port nobody listens on right now (the kernel's pick; racy only in theory)."""
+    """A loopback port nobody listens on, from this process's own slice (see _port_slice),
+    never the same one twice in a row of fewer than the slice's width. Falls back to the
+    kernel's pick where the ephemeral range leaves no room below it."""
+    if _PORTS["slice"] is None:
+        _PORTS["slice"] = _port_slice() or (0, 0)
+        lo, hi = _PORTS["slice"]
+        _PORTS["cursor"] = lo + (os.getpid() % max(hi - lo, 1))
+    lo, hi = _PORTS["slice"]
+    if hi > lo:
+        for _ in range(hi - lo):
+            port = _PORTS["cursor"]
+            _PORTS["cursor"] = lo if port + 1 >= hi else port + 1
+            # No SO_REUSEADDR: a port with a connection in TIME_WAIT is passed over too.
+            with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+                try:
+                    s.bind(("127.0.0.1", port))
+                except OSError:
+                    continue
+            return port
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
