@@ -15,10 +15,20 @@ import time
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 
 
+_HANDED_OUT = set()
+
+
 def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    """A port nobody listens on now, never one this process handed out before: the kernel may
+    pick a port again once its picker has closed it, and one target takes two or three ports
+    in a row before any is bound."""
+    while True:
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        if port not in _HANDED_OUT:
+            _HANDED_OUT.add(port)
+            return port
 
 
 def wait_port(port, proc=None, timeout=15.0, host="127.0.0.1"):
