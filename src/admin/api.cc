@@ -198,7 +198,7 @@ AdminResponse Api::handle(const server::AdminRequest& req) {
   size_t slash = path.find('/');
   std::string_view kind = path.substr(0, slash);
   std::string_view rest = slash == std::string_view::npos ? "" : path.substr(slash + 1);
-  Call c{req};
+  Call c{.req = req};
   if (kind == "plugins") {
     c.id = std::string(rest);
     return plugins(c);

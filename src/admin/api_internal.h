@@ -13,8 +13,8 @@ namespace sluice::admin {
 struct Api::Call {
   const server::AdminRequest& req;
   const Kind* kind = nullptr;
-  std::string id;        // from the URL; empty when absent
-  std::string sub_path;  // after the id ("upstream/nodes"); empty when absent
+  std::string id{};        // from the URL; empty when absent
+  std::string sub_path{};  // after the id ("upstream/nodes"); empty when absent
 };
 
 server::AdminResponse json_reply(int status, const config::Json& body);

@@ -108,6 +108,17 @@ StatusOr<TimeoutConf> as_timeout(const Json& v) {
 
 StatusOr<int64_t> as_timestamp(const Json& v) { return as_integer(v, 0, INT64_MAX); }
 
+StatusOr<int> as_enable_status(const Json& v) {
+  auto i = as_integer(v);
+  if (!i.is_ok()) {
+    return i.status();
+  }
+  if (*i != 0 && *i != 1) {
+    return Status::error("matches none of the enum values");
+  }
+  return static_cast<int>(*i);
+}
+
 StatusOr<std::string> as_sni(const Json& v) {
   auto s = as_string(v);
   if (!s.is_ok()) {

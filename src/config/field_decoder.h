@@ -41,6 +41,10 @@ common::StatusOr<std::map<std::string, std::string>> as_labels(const Json& v);
 // {connect, send, read}, each a number > 0, all three required.
 common::StatusOr<TimeoutConf> as_timeout(const Json& v);
 common::StatusOr<int64_t> as_timestamp(const Json& v);
+// A route's or an SSL's `status`: 1 enabled, 0 disabled.
+common::StatusOr<int> as_enable_status(const Json& v);
+// The start of a oneOf failure, as APISIX's schema check words it.
+inline constexpr const char* kOnlyOneSchema = "value should match only one schema, but matches ";
 
 // The fields every resource has: id, name, desc, labels, create_time, update_time.
 template <typename T>

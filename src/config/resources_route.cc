@@ -12,8 +12,6 @@ using common::StatusOr;
 
 namespace {
 
-constexpr const char* kOnlyOneSchema = "value should match only one schema, but matches ";
-
 StatusOr<std::string> as_uri(const Json& v) {
   auto s = as_string(v, 1, 4096);
   if (s.is_ok() && s->front() != '/') {
@@ -25,14 +23,6 @@ StatusOr<std::string> as_uri(const Json& v) {
 StatusOr<std::string> as_method(const Json& v) {
   return as_enum(
       v, {"GET", "POST", "PUT", "DELETE", "PATCH", "HEAD", "OPTIONS", "CONNECT", "TRACE", "PURGE"});
-}
-
-StatusOr<int64_t> as_status(const Json& v) {
-  auto i = as_integer(v);
-  if (i.is_ok() && *i != 0 && *i != 1) {
-    return Status::error("matches none of the enum values");
-  }
-  return i;
 }
 
 StatusOr<std::vector<std::string>> as_one(StatusOr<std::string> s) {
@@ -72,7 +62,7 @@ void decode_action_fields(FieldDecoder& d, RouteConf* r) {
   d.field("plugin_config_id", &r->plugin_config_id, as_id);
   d.field("timeout", &r->timeout, as_timeout);
   d.field("enable_websocket", &r->enable_websocket, as_bool);
-  d.field("status", &r->status, as_status);
+  d.field("status", &r->status, as_enable_status);
 }
 
 void check_route_shape(FieldDecoder& d) {

@@ -16,8 +16,6 @@ using common::StatusOr;
 
 namespace {
 
-constexpr const char* kOnlyOneSchema = "value should match only one schema, but matches ";
-
 // `$secret://...` and `$env://...` stand for a PEM fetched when the certificate is loaded.
 bool is_reference(std::string_view s) {
   return s.starts_with("$secret://") || s.starts_with("$env://");
@@ -82,17 +80,6 @@ StatusOr<SslType> as_ssl_type(const Json& v) {
   return *s == "client" ? SslType::kClient : SslType::kServer;
 }
 
-StatusOr<int> as_status(const Json& v) {
-  auto i = as_integer(v);
-  if (i.is_ok() && *i != 0 && *i != 1) {
-    return Status::error("matches none of the enum values");
-  }
-  if (!i.is_ok()) {
-    return i.status();
-  }
-  return static_cast<int>(*i);
-}
-
 StatusOr<std::vector<std::string>> as_one_sni(const Json& v) {
   auto s = as_sni(v);
   if (!s.is_ok()) {
@@ -112,7 +99,7 @@ void decode_ssl_properties(FieldDecoder& d, SslConf* s) {
   d.field("keys", &s->keys, as_pem_array);
   d.field("client", &s->client, as_ssl_client);
   d.field("labels", &s->labels, as_labels);
-  d.field("status", &s->status, as_status);
+  d.field("status", &s->status, as_enable_status);
   d.field("ssl_protocols", &s->ssl_protocols, as_ssl_protocols);
   d.field("validity_start", &s->validity_start, as_timestamp);
   d.field("validity_end", &s->validity_end, as_timestamp);

@@ -68,7 +68,7 @@ struct PluginInfo {
   // Builds the configured plugin from a conf `check` accepted (without `_meta`).
   common::StatusOr<std::shared_ptr<const Plugin>> (*make)(const Json& conf,
                                                           const BuildEnv& env) = nullptr;
-  std::string_view schema;  // JSON text
+  std::string_view schema{};  // JSON text
 };
 
 }  // namespace sluice::plugin

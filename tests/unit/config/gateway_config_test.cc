@@ -17,7 +17,10 @@ using ::testing::StartsWith;
 GatewayConfig parse_ok(const std::string& text) {
   auto r = parse_gateway_config(text, "/etc/sluice");
   EXPECT_TRUE(r.is_ok()) << r.status().message();
-  return r.is_ok() ? *r : GatewayConfig{};
+  if (!r.is_ok()) {
+    return GatewayConfig{};
+  }
+  return *r;
 }
 
 TEST(GatewayConfig, EmptyFileIsAllDefaults) {

@@ -25,8 +25,8 @@ Status check_counted(const Json& conf, PluginUse use) {
 }
 
 constexpr PluginInfo kFakes[] = {
-    {"fake-counted", 1002, false, check_counted},
-    {"fake-stream", 500, true, nullptr},
+    {.name = "fake-counted", .priority = 1002, .stream = false, .check = check_counted},
+    {.name = "fake-stream", .priority = 500, .stream = true},
 };
 
 struct Case {

@@ -21,8 +21,13 @@ void* operator new(std::size_t n) {
   }
   throw std::bad_alloc();
 }
+// GCC sees free() of what `new` returned where these are inlined, not that this `new` is
+// malloc: the pairing is right.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
 void operator delete(void* p) noexcept { std::free(p); }
 void operator delete(void* p, std::size_t) noexcept { std::free(p); }
+#pragma GCC diagnostic pop
 
 namespace sluice::metrics {
 namespace {
