@@ -30,27 +30,24 @@ constexpr size_t kMaxMessage = 64u << 20;
 
 }  // namespace
 
-bool split_objects(std::string* buf, std::vector<std::string>* out) {
-  size_t start = 0, i = 0;
-  int depth = 0;
-  bool in_string = false, escape = false;
-  size_t n = buf->size();
+bool ObjectSplitter::feed(std::string* buf, std::vector<std::string>* out) {
+  const size_t n = buf->size();
   const char* p = buf->data();
-  for (; i < n; ++i) {
+  for (size_t i = scanned_; i < n; ++i) {
     char c = p[i];
-    if (in_string) {
-      if (escape) {
-        escape = false;
+    if (in_string_) {
+      if (escape_) {
+        escape_ = false;
       } else if (c == '\\') {
-        escape = true;
+        escape_ = true;
       } else if (c == '"') {
-        in_string = false;
+        in_string_ = false;
       }
       continue;
     }
-    if (depth == 0) {
+    if (depth_ == 0) {
       if (c == ' ' || c == '\n' || c == '\r' || c == '\t') {
-        start = i + 1;
+        start_ = i + 1;
         continue;
       }
       if (c != '{') {
@@ -58,19 +55,24 @@ bool split_objects(std::string* buf, std::vector<std::string>* out) {
       }
     }
     if (c == '"') {
-      in_string = true;
+      in_string_ = true;
     } else if (c == '{' || c == '[') {
-      ++depth;
+      ++depth_;
     } else if (c == '}' || c == ']') {
-      if (--depth == 0) {
-        out->emplace_back(p + start, i + 1 - start);
-        start = i + 1;
-      } else if (depth < 0) {
+      if (--depth_ == 0) {
+        out->emplace_back(p + start_, i + 1 - start_);
+        start_ = i + 1;
+      } else if (depth_ < 0) {
         return false;
       }
     }
   }
-  buf->erase(0, depth == 0 && !in_string ? n : start);
+  bytes_examined_ += n - scanned_;
+  // Drop what is split off (and whitespace between objects); keep the incomplete object,
+  // whose bytes are scanned already.
+  buf->erase(0, start_);
+  scanned_ = buf->size();
+  start_ = 0;
   return buf->size() <= kMaxMessage;
 }
 
@@ -300,13 +302,14 @@ Status Watcher::follow(Client& client, bool* healthy) {
   bool created = false;
   std::string buf;
   std::vector<std::string> msgs;
+  ObjectSplitter splitter;
   for (;;) {
     st = (*conn)->read_stream(&buf, Clock::now() + kStreamReadLimit);
     if (!st) {
       return st;
     }
     msgs.clear();
-    if (!split_objects(&buf, &msgs)) {
+    if (!splitter.feed(&buf, &msgs)) {
       return Status::error(fmt::format("{}: the watch stream is not JSON", ep.url));
     }
     for (const auto& m : msgs) {

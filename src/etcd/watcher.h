@@ -82,9 +82,24 @@ class Watcher {
   bool synced_ = false;            // guarded by mu_
 };
 
-// Splits complete JSON objects off the front of `buf` (a watch stream delivers one object per
-// message, in chunks that need not align with them); what is incomplete stays in `buf`.
-// False when the bytes cannot be the start of an object.
-bool split_objects(std::string* buf, std::vector<std::string>* out);
+// Splits a watch stream into its JSON objects (one per message, arriving in chunks that need
+// not align with them). It remembers where its scan of an incomplete object stopped, so each
+// byte is examined once however many chunks a large message takes.
+class ObjectSplitter {
+ public:
+  // Appends the objects `buf` completes to `out` and removes them from `buf`; what is
+  // incomplete stays. `buf` is the same buffer every time, only appended to between calls.
+  // False when the bytes cannot be a stream of objects, or one exceeds 64 MiB.
+  bool feed(std::string* buf, std::vector<std::string>* out);
+  size_t bytes_examined() const { return bytes_examined_; }
+
+ private:
+  size_t scanned_ = 0;  // bytes of the buffer already examined
+  size_t start_ = 0;    // where the object being read begins
+  int depth_ = 0;
+  bool in_string_ = false;
+  bool escape_ = false;
+  size_t bytes_examined_ = 0;
+};
 
 }  // namespace sluice::etcd

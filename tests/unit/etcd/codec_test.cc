@@ -102,9 +102,10 @@ TEST(SplitObjects, MessagesAcrossArbitraryChunks) {
   for (size_t step = 1; step <= stream.size(); ++step) {
     std::string buf;
     std::vector<std::string> got;
+    ObjectSplitter splitter;
     for (size_t i = 0; i < stream.size(); i += step) {
       buf += stream.substr(i, step);
-      ASSERT_TRUE(split_objects(&buf, &got)) << step;
+      ASSERT_TRUE(splitter.feed(&buf, &got)) << step;
     }
     EXPECT_EQ(got, expected) << "chunks of " << step;
     EXPECT_TRUE(buf.empty());
@@ -114,10 +115,42 @@ TEST(SplitObjects, MessagesAcrossArbitraryChunks) {
 TEST(SplitObjects, RefusesWhatIsNotAnObject) {
   std::string buf = "[1,2]";
   std::vector<std::string> got;
-  EXPECT_FALSE(split_objects(&buf, &got));
+  EXPECT_FALSE(ObjectSplitter().feed(&buf, &got));
   buf = "{}}";
   got.clear();
-  EXPECT_FALSE(split_objects(&buf, &got));
+  EXPECT_FALSE(ObjectSplitter().feed(&buf, &got));
+  // Refused in a later chunk too: the state carried over says where the object ended.
+  ObjectSplitter s;
+  buf = "{\"a\":1";
+  got.clear();
+  EXPECT_TRUE(s.feed(&buf, &got));
+  buf += "}x";
+  EXPECT_FALSE(s.feed(&buf, &got));
+}
+
+// A watch answer of many events can be megabytes, read 16 KiB at a time: each byte is
+// examined once, not once per chunk (rescanning from the object's start each time made a
+// 4 MiB message cost 256 times its size).
+TEST(SplitObjects, LargeMessageScannedOnce) {
+  std::string big = "{\"result\":{\"events\":[";
+  while (big.size() < (4u << 20)) {
+    big += "{\"kv\":{\"key\":\"L2FwaXNpeC9yb3V0ZXMvMQ==\",\"value\":\"e30=\"}},";
+  }
+  big += "{}]}}\n";
+  std::string stream = big + big;
+  ObjectSplitter splitter;
+  std::string buf;
+  std::vector<std::string> got;
+  constexpr size_t kChunk = 16384;
+  for (size_t i = 0; i < stream.size(); i += kChunk) {
+    buf += stream.substr(i, kChunk);
+    ASSERT_TRUE(splitter.feed(&buf, &got));
+  }
+  ASSERT_EQ(got.size(), 2u);
+  EXPECT_EQ(got[0], big.substr(0, big.size() - 1));
+  EXPECT_EQ(got[1], got[0]);
+  EXPECT_TRUE(buf.empty());
+  EXPECT_EQ(splitter.bytes_examined(), stream.size());
 }
 
 TEST(Endpoint, ParsesUrls) {
