@@ -56,73 +56,88 @@ int url_port(std::string_view s) {
   return ok ? port : 0;
 }
 
-// The authority of an http(s) URL ("host", "host:port", "[v6]:port") as "host:port"; "" with
-// `why` set when it is not one.
-std::string url_authority(std::string_view s, std::string* why) {
+// Splits the authority of an http(s) URL ("host", "host:port", "[v6]:port") into `e`; false
+// with `why` set when it is not one.
+bool split_authority(std::string_view s, EtcdEndpoint* e, std::string* why) {
   if (s.find_first_of("/?#") != std::string_view::npos) {
     *why = "a path is not allowed";
-    return "";
+    return false;
   }
   if (s.find('@') != std::string_view::npos) {
     *why = "user info is not allowed (use user and password)";
-    return "";
+    return false;
   }
   std::string_view host = s.substr(0, s.find(':'));
   std::string_view rest = s.substr(host.size());
   bool v6 = !s.empty() && s.front() == '[';
   if (v6) {
     size_t close = s.find(']');
-    host = close == std::string_view::npos ? s : s.substr(0, close + 1);
-    rest = s.substr(host.size());
-    if (close == std::string_view::npos || !valid_ipv6(host.substr(1, host.size() - 2))) {
+    host = close == std::string_view::npos ? s : s.substr(1, close - 1);
+    rest = close == std::string_view::npos ? "" : s.substr(close + 1);
+    if (close == std::string_view::npos || !valid_ipv6(host)) {
       *why = "invalid IPv6 address";
-      return "";
+      return false;
     }
   } else if (std::count(s.begin(), s.end(), ':') > 1) {
     *why = "an IPv6 address must be in brackets";
-    return "";
+    return false;
   } else if (host.empty()) {
     *why = "the host is missing";
-    return "";
+    return false;
   } else if (!valid_host_name(host)) {
     *why = "invalid host name";
-    return "";
+    return false;
   }
   if (!rest.empty() && rest.front() != ':') {
     *why = "invalid host";
-    return "";
+    return false;
   }
   int port = url_port(rest);
   if (port == 0) {
     *why = "the port must be 1-65535";
-    return "";
+    return false;
   }
-  return fmt::format("{}:{}", host, port);
+  e->host = std::string(host);
+  e->port = static_cast<uint16_t>(port);
+  return true;
 }
 
 }  // namespace
+
+std::string EtcdEndpoint::authority() const {
+  return host.find(':') != std::string::npos ? fmt::format("[{}]:{}", host, port)
+                                             : fmt::format("{}:{}", host, port);
+}
+
+StatusOr<EtcdEndpoint> parse_etcd_endpoint(std::string_view url) {
+  EtcdEndpoint e;
+  e.url = std::string(url);
+  std::string_view s = url;
+  e.tls = s.starts_with("https://");
+  if (!e.tls && !s.starts_with("http://")) {
+    return Status::error("the scheme must be http or https");
+  }
+  s.remove_prefix(e.tls ? 8 : 7);
+  if (!s.empty() && s.back() == '/') {
+    s.remove_suffix(1);
+  }
+  std::string why;
+  if (!split_authority(s, &e, &why)) {
+    return Status::error(why);
+  }
+  return e;
+}
 
 StatusOr<std::string> parse_etcd_url(const Json& v) {
   if (!v.is_string()) {
     return Status::error(fmt::format("{}, got {}", kUrlHint, json_text(v)));
   }
-  std::string_view s = v.get_ref<const std::string&>();
-  std::string_view scheme = s.starts_with("https://")  ? "https"
-                            : s.starts_with("http://") ? "http"
-                                                       : "";
-  std::string why = "the scheme must be http or https";
-  std::string authority;
-  if (!scheme.empty()) {
-    s.remove_prefix(scheme.size() + 3);
-    if (!s.empty() && s.back() == '/') {
-      s.remove_suffix(1);
-    }
-    authority = url_authority(s, &why);
+  auto e = parse_etcd_endpoint(v.get_ref<const std::string&>());
+  if (!e) {
+    return Status::error(
+        fmt::format("{}, got {}: {}", kUrlHint, json_text(v), e.status().message()));
   }
-  if (authority.empty()) {
-    return Status::error(fmt::format("{}, got {}: {}", kUrlHint, json_text(v), why));
-  }
-  return fmt::format("{}://{}", scheme, authority);
+  return fmt::format("{}://{}", e->tls ? "https" : "http", e->authority());
 }
 
 StatusOr<std::string> parse_etcd_prefix(const Json& v) {

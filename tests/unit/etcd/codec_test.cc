@@ -175,6 +175,11 @@ TEST(Endpoint, ParsesUrls) {
                           "http://a:12x", "http://u@a:1", "http://a:1/path", "http://[::1"}) {
     EXPECT_FALSE(parse_endpoint(bad)) << bad;
   }
+  // The same checks as config.yaml's deployment.etcd.host, with the URL named.
+  EXPECT_EQ(parse_endpoint("http://a:1/path").status().message(),
+            "http://a:1/path: a path is not allowed");
+  EXPECT_EQ(parse_endpoint("http://::1:2379").status().message(),
+            "http://::1:2379: an IPv6 address must be in brackets");
 }
 
 }  // namespace
