@@ -8,11 +8,14 @@
 #include <openssl/err.h>
 #include <openssl/x509v3.h>
 #include <poll.h>
+#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
+#include <mutex>
+#include <thread>
 
 #include "codec/h1/parser.h"
 #include "http/message.h"
@@ -76,7 +79,84 @@ Status poll_fd(int fd, short events, int cancel_fd, Deadline deadline, const std
   }
 }
 
+// A lookup on its own thread; whoever lets go of it last (the caller or the thread) frees it.
+struct Lookup {
+  std::mutex mu;
+  int rc = EAI_SYSTEM;      // guarded by mu
+  addrinfo* res = nullptr;  // guarded by mu
+  int done_fd = -1;         // an eventfd the thread signals when rc and res are set
+  ~Lookup() {
+    if (res != nullptr) {
+      freeaddrinfo(res);
+    }
+    if (done_fd >= 0) {
+      close(done_fd);
+    }
+  }
+};
+
 }  // namespace
+
+StatusOr<AddrList> resolve_host(const Endpoint& ep, Deadline deadline, int cancel_fd,
+                                const Resolver& resolver) {
+  addrinfo hints{};
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_family = AF_UNSPEC;
+  std::string port = std::to_string(ep.port);
+  auto failed = [&](int rc) {
+    return Status::error(
+        fmt::format("{}: cannot resolve {}: {}", ep.url, ep.host,
+                    rc == EAI_SYSTEM ? std::string(strerror(errno)) : gai_strerror(rc)));
+  };
+  unsigned char ip[sizeof(in6_addr)];
+  if (inet_pton(AF_INET, ep.host.c_str(), ip) == 1 ||
+      inet_pton(AF_INET6, ep.host.c_str(), ip) == 1) {
+    hints.ai_flags = AI_NUMERICHOST | AI_NUMERICSERV;
+    addrinfo* res = nullptr;
+    int rc = getaddrinfo(ep.host.c_str(), port.c_str(), &hints, &res);
+    if (rc != 0) {
+      return failed(rc);
+    }
+    return AddrList(res, freeaddrinfo);
+  }
+  auto lookup = std::make_shared<Lookup>();
+  lookup->done_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+  if (lookup->done_fd < 0) {
+    return Status::error(fmt::format("{}: eventfd: {}", ep.url, strerror(errno)));
+  }
+  try {
+    std::thread([lookup, host = ep.host, port, hints, resolver] {
+      addrinfo* res = nullptr;
+      int rc = resolver(host.c_str(), port.c_str(), &hints, &res);
+      {
+        std::lock_guard<std::mutex> lock(lookup->mu);
+        lookup->rc = rc;
+        lookup->res = rc == 0 ? res : nullptr;
+      }
+      uint64_t one = 1;
+      ssize_t n = write(lookup->done_fd, &one, sizeof(one));
+      (void)n;  // an eventfd write of 1 cannot fail short of overflow
+    }).detach();
+  } catch (const std::system_error& e) {
+    return Status::error(
+        fmt::format("{}: cannot start a lookup of {}: {}", ep.url, ep.host, e.what()));
+  }
+  Status w = poll_fd(lookup->done_fd, POLLIN, cancel_fd, deadline, ep.url);
+  if (!w) {
+    if (w.message().starts_with("timeout")) {
+      return Status::error(
+          fmt::format("timeout: {}: the lookup of {} did not finish in time", ep.url, ep.host));
+    }
+    return w;
+  }
+  std::lock_guard<std::mutex> lock(lookup->mu);
+  if (lookup->rc != 0) {
+    return failed(lookup->rc);
+  }
+  AddrList out(lookup->res, freeaddrinfo);
+  lookup->res = nullptr;
+  return out;
+}
 
 StatusOr<std::shared_ptr<TlsContext>> TlsContext::create(const config::EtcdTls& tls) {
   SSL_CTX* ctx = SSL_CTX_new(TLS_client_method());
@@ -118,19 +198,13 @@ TlsContext::~TlsContext() { SSL_CTX_free(ctx_); }
 
 StatusOr<std::unique_ptr<Conn>> Conn::open(const Endpoint& ep, const TlsContext* tls,
                                            Deadline deadline, int cancel_fd) {
-  addrinfo hints{};
-  hints.ai_socktype = SOCK_STREAM;
-  hints.ai_family = AF_UNSPEC;
-  addrinfo* res = nullptr;
-  std::string port = std::to_string(ep.port);
-  int rc = getaddrinfo(ep.host.c_str(), port.c_str(), &hints, &res);
-  if (rc != 0) {
-    return Status::error(
-        fmt::format("{}: cannot resolve {}: {}", ep.url, ep.host, gai_strerror(rc)));
+  auto addrs = resolve_host(ep, deadline, cancel_fd);
+  if (!addrs) {
+    return addrs.status();
   }
   Status last = Status::error(fmt::format("{}: no address", ep.url));
   std::unique_ptr<Conn> conn;
-  for (addrinfo* ai = res; ai != nullptr && !conn; ai = ai->ai_next) {
+  for (addrinfo* ai = addrs->get(); ai != nullptr && !conn; ai = ai->ai_next) {
     int fd = socket(ai->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     if (fd < 0) {
       last = Status::error(fmt::format("{}: socket: {}", ep.url, strerror(errno)));
@@ -155,7 +229,6 @@ StatusOr<std::unique_ptr<Conn>> Conn::open(const Endpoint& ep, const TlsContext*
     }
     conn.reset(new Conn(ep, fd, cancel_fd));
   }
-  freeaddrinfo(res);
   if (!conn) {
     return last;
   }

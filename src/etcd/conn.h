@@ -4,9 +4,11 @@
 // signals to stop), so a thread parked in a watch read wakes at once on shutdown. Used only
 // off the workers: by the control thread for Admin API writes and by the watch thread.
 
+#include <netdb.h>
 #include <openssl/ssl.h>
 
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -35,6 +37,19 @@ class TlsContext {
   SSL_CTX* ctx_;
   config::EtcdTls tls_;
 };
+
+// The addresses of a member, freed with freeaddrinfo.
+using AddrList = std::unique_ptr<addrinfo, void (*)(addrinfo*)>;
+// getaddrinfo's signature, for resolve_host's tests.
+using Resolver =
+    std::function<int(const char* host, const char* port, const addrinfo* hints, addrinfo** out)>;
+
+// The addresses of `ep.host` for a stream connection. A name is looked up on a thread of its
+// own, so the caller is bound by `deadline` and `cancel_fd` even when the resolver is not
+// (glibc's waits 5 s per nameserver and attempt); a lookup given up on finishes in the
+// background and frees what it found. IP addresses are converted in place.
+common::StatusOr<AddrList> resolve_host(const Endpoint& ep, Deadline deadline, int cancel_fd,
+                                        const Resolver& resolver = getaddrinfo);
 
 // Thread: one owner at a time
 class Conn {
