@@ -7,7 +7,7 @@ namespace sluice::bench {
 using http::BodyKind;
 
 namespace {
-const h1::Limits kLimits{};
+const h1::Limits kResponseLimits{};
 }  // namespace
 
 void ResponseReader::reset() {
@@ -33,7 +33,7 @@ ResponseReader::Result ResponseReader::feed(io::Buffer& in) {
 
 // kComplete here means "a head was read" (interim or final); feed() loops over interim ones.
 ResponseReader::Result ResponseReader::feed_head(io::Buffer& in) {
-  h1::ParseResult r = h1::parse_response(in.view(), kLimits, http::Method::kGet, &head_);
+  h1::ParseResult r = h1::parse_response(in.view(), kResponseLimits, http::Method::kGet, &head_);
   if (r.status == h1::ParseStatus::kIncomplete) {
     return Result::kNeedMore;
   }

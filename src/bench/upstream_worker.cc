@@ -22,12 +22,12 @@ namespace {
 
 constexpr uint64_t kListenTag = 0xffffffffu;
 constexpr uint64_t kStopTag = 0xfffffffeu;
-constexpr size_t kReadBuffer = 16 * 1024;
-constexpr size_t kMaxReadBuffer = 64 * 1024;  // above every head the parser accepts
-constexpr size_t kMaxUnsent = 1024 * 1024;    // stop reading a client that does not read
+constexpr size_t kUpstreamReadBuffer = 16 * 1024;
+constexpr size_t kUpstreamMaxReadBuffer = 64 * 1024;  // above every head the parser accepts
+constexpr size_t kMaxUnsent = 1024 * 1024;            // stop reading a client that does not read
 constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
-constexpr int kMaxEvents = 256;
-const h1::Limits kLimits{};
+constexpr int kUpstreamMaxEvents = 256;
+const h1::Limits kRequestLimits{};
 
 }  // namespace
 
@@ -64,10 +64,10 @@ void UpstreamWorker::run() {
   if (clock_ != nullptr) {
     set_precise_timer_slack();
   }
-  epoll_event events[kMaxEvents];
+  epoll_event events[kUpstreamMaxEvents];
   while (true) {
     uint64_t deadline = due_size_ > 0 ? due_[due_head_].at_ns : kNoDeadline;
-    int n = wait_until(epfd_, events, kMaxEvents, deadline);
+    int n = wait_until(epfd_, events, kUpstreamMaxEvents, deadline);
     for (int i = 0; i < n; ++i) {
       uint64_t tag = events[i].data.u64;
       if (tag == kStopTag) {
@@ -103,7 +103,7 @@ void UpstreamWorker::accept_all() {
       idx = static_cast<uint32_t>(conns_.size());
       conns_.push_back(std::make_unique<Conn>());
       conns_.back()->index = idx;
-      conns_.back()->in.reserve_total(kReadBuffer);
+      conns_.back()->in.reserve_total(kUpstreamReadBuffer);
     } else {
       idx = free_.back();
       free_.pop_back();
@@ -136,7 +136,7 @@ void UpstreamWorker::on_readable(Conn& c) {
   while (c.fd >= 0 && c.gen == gen && !c.paused) {
     if (c.in.writable() == 0) {
       c.in.compact();
-      if (c.in.writable() == 0 && c.in.capacity() < kMaxReadBuffer) {
+      if (c.in.writable() == 0 && c.in.capacity() < kUpstreamMaxReadBuffer) {
         c.in.reserve_total(c.in.capacity() * 2);
       } else if (c.in.writable() == 0) {
         reply(c, Reply::kBad, false);  // cannot happen while the parser's limits hold
@@ -187,7 +187,7 @@ void UpstreamWorker::parse_requests(Conn& c) {
       continue;
     }
     http::RequestHead& h = *head_;
-    h1::ParseResult r = h1::parse_request(c.in.view(), kLimits, &h);
+    h1::ParseResult r = h1::parse_request(c.in.view(), kRequestLimits, &h);
     if (r.status == h1::ParseStatus::kIncomplete) {
       break;
     }

@@ -24,11 +24,11 @@ using common::StatusOr;
 
 namespace {
 
-constexpr const char* kSource = "config.yaml";
+constexpr const char* kConfigSource = "config.yaml";
 constexpr size_t kMaxEtcdHosts = 16;
 
 Status error_at(const std::string& path, const std::string& message) {
-  return Status::error(fmt::format("{}: {}: {}", kSource, path, message));
+  return Status::error(fmt::format("{}: {}: {}", kConfigSource, path, message));
 }
 
 std::string join(const std::string& path, const std::string& key) {
@@ -181,7 +181,7 @@ class Reader {
       return Status::ok();
     }
     if (!section.is_object()) {
-      return Status::error(fmt::format("{}: {}expected a mapping, got {}", kSource,
+      return Status::error(fmt::format("{}: {}expected a mapping, got {}", kConfigSource,
                                        path.empty() ? "" : path + ": ", json_type_name(section)));
     }
     for (const auto& [key, value] : section.items()) {
@@ -190,8 +190,8 @@ class Reader {
         known = k.name == key ? &k : known;
       }
       if (known == nullptr) {
-        cfg.warnings.push_back(
-            fmt::format("{}: {} is not supported yet and is ignored", kSource, join(path, key)));
+        cfg.warnings.push_back(fmt::format("{}: {} is not supported yet and is ignored",
+                                           kConfigSource, join(path, key)));
         continue;
       }
       Status s = value.is_null() ? Status::ok() : known->read(value, join(path, key));
@@ -519,7 +519,7 @@ std::string directory_prefix(const std::string& dir) {
 }  // namespace
 
 StatusOr<GatewayConfig> parse_gateway_config(const std::string& yaml_text, const std::string& dir) {
-  auto doc = load_config_document(yaml_text, kSource);
+  auto doc = load_config_document(yaml_text, kConfigSource);
   if (!doc.is_ok()) {
     return doc.status();
   }
@@ -528,7 +528,7 @@ StatusOr<GatewayConfig> parse_gateway_config(const std::string& yaml_text, const
   try {
     s = reader.read(*doc);
   } catch (const std::exception& e) {
-    s = Status::error(fmt::format("{}: {}", kSource, e.what()));
+    s = Status::error(fmt::format("{}: {}", kConfigSource, e.what()));
   }
   if (!s.is_ok()) {
     return s;

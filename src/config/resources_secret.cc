@@ -41,7 +41,7 @@ bool matches_uri_def(std::string_view s) {
   return true;
 }
 
-StatusOr<std::string> as_vault_uri(const Json& v) {
+StatusOr<std::string> as_secret_uri(const Json& v) {
   auto s = as_string(v);
   if (s.is_ok() && !matches_uri_def(*s)) {
     return Status::error(fmt::format(R"(failed to match pattern "{}" with "{}")", kUriPattern, *s));
@@ -70,7 +70,7 @@ VaultSecretConf decode_vault(FieldDecoder& d) {
   VaultSecretConf v;
   d.only({"id", "create_time", "update_time", "uri", "prefix", "token", "namespace"});
   d.require({"uri", "prefix", "token"});
-  d.field("uri", &v.uri, as_vault_uri);
+  d.field("uri", &v.uri, as_secret_uri);
   d.field("prefix", &v.prefix, as_text);
   d.field("token", &v.token, as_text);
   d.field("namespace", &v.namespace_, as_text);
@@ -86,7 +86,7 @@ AwsSecretConf decode_aws(FieldDecoder& d) {
   d.field("secret_access_key", &a.secret_access_key, as_text);
   d.field("session_token", &a.session_token, as_text);
   d.field("region", &a.region, as_text);
-  d.field("endpoint_url", &a.endpoint_url, as_vault_uri);
+  d.field("endpoint_url", &a.endpoint_url, as_secret_uri);
   return a;
 }
 

@@ -18,7 +18,7 @@ using common::StatusOr;
 
 namespace {
 
-constexpr const char* kSource = "apisix.yaml";
+constexpr const char* kStandaloneSource = "apisix.yaml";
 
 // Every top-level key of apisix.yaml; the kinds after upstreams are stored but not served.
 constexpr std::string_view kKinds[] = {
@@ -57,23 +57,24 @@ Status decode_kind(const Json& doc, std::string_view kind, std::vector<T>* out, 
   }
   if (!it->is_array()) {
     return Status::error(
-        fmt::format("{}: {}: {}", kSource, kind, wrong_type("array", *it).message()));
+        fmt::format("{}: {}: {}", kStandaloneSource, kind, wrong_type("array", *it).message()));
   }
   std::map<std::string, size_t> seen;
   for (size_t i = 0; i < it->size(); ++i) {
     const Json& item = (*it)[i];
     std::string name = item_name(kind, i, item, id_key);
     if (item.is_object() && !item.contains(id_key)) {
-      return Status::error(fmt::format("{}: {}: missing {}", kSource, name, id_key));
+      return Status::error(fmt::format("{}: {}: missing {}", kStandaloneSource, name, id_key));
     }
     auto r = decode(item);
     if (!r.is_ok()) {
-      return Status::error(fmt::format("{}: {}: {}", kSource, name, r.status().message()));
+      return Status::error(
+          fmt::format("{}: {}: {}", kStandaloneSource, name, r.status().message()));
     }
     auto [prev, fresh] = seen.emplace(r->id, i);
     if (!fresh) {
-      return Status::error(fmt::format("{}: {}: duplicate id, also used by {}[{}]", kSource, name,
-                                       kind, prev->second));
+      return Status::error(fmt::format("{}: {}: duplicate id, also used by {}[{}]",
+                                       kStandaloneSource, name, kind, prev->second));
     }
     out->push_back(std::move(r).value());
   }
@@ -146,8 +147,8 @@ void warn_not_served(ConfigSet* set) {
   };
   for (const auto& [kind, n] : counts) {
     if (n != 0) {
-      set->warnings.push_back(
-          fmt::format("{}: {} ({} items) are stored but not served yet", kSource, kind, n));
+      set->warnings.push_back(fmt::format("{}: {} ({} items) are stored but not served yet",
+                                          kStandaloneSource, kind, n));
     }
   }
 }
@@ -159,7 +160,7 @@ Status check_top_level_keys(const Json& doc) {
       known = known || kind == key;
     }
     if (!known) {
-      return Status::error(fmt::format("{}: unknown top-level key \"{}\"", kSource, key));
+      return Status::error(fmt::format("{}: unknown top-level key \"{}\"", kStandaloneSource, key));
     }
   }
   return Status::ok();
@@ -171,8 +172,8 @@ StatusOr<ConfigSet> decode_document(const Json& doc) {
     return set;
   }
   if (!doc.is_object()) {
-    return Status::error(
-        fmt::format("{}: the top level must be a mapping, got {}", kSource, json_type_name(doc)));
+    return Status::error(fmt::format("{}: the top level must be a mapping, got {}",
+                                     kStandaloneSource, json_type_name(doc)));
   }
   Status s = first_error({
       [&] { return check_top_level_keys(doc); },
@@ -193,14 +194,14 @@ StatusOr<ConfigSet> parse_standalone(const std::string& text) {
     return Status::error(
         "apisix.yaml: missing the #END line at the end (the file may be partly written)");
   }
-  auto doc = load_config_document(text, kSource);
+  auto doc = load_config_document(text, kStandaloneSource);
   if (!doc.is_ok()) {
     return doc.status();
   }
   try {
     return decode_document(*doc);
   } catch (const std::exception& e) {
-    return Status::error(fmt::format("{}: {}", kSource, e.what()));
+    return Status::error(fmt::format("{}: {}", kStandaloneSource, e.what()));
   }
 }
 

@@ -47,7 +47,8 @@ using Resolver =
 // The addresses of `ep.host` for a stream connection. A name is looked up on a thread of its
 // own, so the caller is bound by `deadline` and `cancel_fd` even when the resolver is not
 // (glibc's waits 5 s per nameserver and attempt); a lookup given up on finishes in the
-// background and frees what it found. IP addresses are converted in place.
+// background and frees what it found; at most 8 may be in flight. IP addresses are converted
+// in place.
 common::StatusOr<AddrList> resolve_host(const Endpoint& ep, Deadline deadline, int cancel_fd,
                                         const Resolver& resolver = getaddrinfo);
 

@@ -32,6 +32,9 @@ constexpr size_t kMaxMessage = 64u << 20;
 
 bool ObjectSplitter::feed(std::string* buf, std::vector<std::string>* out) {
   const size_t n = buf->size();
+  if (scanned_ > n) {  // not the buffer it was fed before: start over on this one
+    *this = ObjectSplitter();
+  }
   const char* p = buf->data();
   for (size_t i = scanned_; i < n; ++i) {
     char c = p[i];

@@ -50,16 +50,19 @@ def _port_slice():
     giving each xdist worker its own slice of them keeps the workers apart, and a cursor
     within the slice keeps one process from handing out a port twice until it wraps."""
     lo, hi = _ephemeral_range()
-    base = 15000
-    if lo - base < 2000:
+    if lo - 15000 >= 2000:
+        base, top = 15000, lo  # below the range (Linux's default range starts at 32768)
+    elif 65535 - hi >= 2000:
+        base, top = hi + 1, 65536  # a range that starts low may leave room above it
+    else:
         return None
     worker = os.environ.get("PYTEST_XDIST_WORKER", "")
     count = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "0") or 0)
     # Slot 0 is the process without xdist (a serial run), slots 1.. the workers gw0, gw1, ...
     index = int(worker[2:]) + 1 if worker.startswith("gw") and worker[2:].isdigit() else 0
-    slots = max(count + 1, 4)
-    width = (lo - base) // slots
-    start = base + (index % slots) * width
+    slots = max(count + 1, index + 1, 4)
+    width = (top - base) // slots
+    start = base + index * width
     return start, start + width
 
 

@@ -14,7 +14,7 @@ namespace {
 using http::BodyKind;
 using http::Method;
 
-void reset(http::RequestHead* out) {
+void reset_request(http::RequestHead* out) {
   out->method = Method::kOther;
   out->method_text = out->target = out->path = out->query = {};
   out->authority = out->host = {};
@@ -168,7 +168,8 @@ ParseResult finish_request(const FieldSummary& s, http::RequestHead* out) {
 }
 
 // The head within `view`, which the caller has already cut at max_header_bytes.
-ParseResult parse_head(std::string_view view, const Limits& limits, http::RequestHead* out) {
+ParseResult parse_request_head(std::string_view view, const Limits& limits,
+                               http::RequestHead* out) {
   const char* begin = view.data();
   const char* end = begin + view.size();
   ParseResult r = skip_empty_lines(begin, end);
@@ -206,9 +207,9 @@ ParseResult parse_head(std::string_view view, const Limits& limits, http::Reques
 }  // namespace
 
 ParseResult parse_request(std::string_view buf, const Limits& limits, http::RequestHead* out) {
-  reset(out);
+  reset_request(out);
   std::string_view view = buf.substr(0, limits.max_header_bytes);
-  ParseResult r = parse_head(view, limits, out);
+  ParseResult r = parse_request_head(view, limits, out);
   if (r.status == ParseStatus::kIncomplete && buf.size() > view.size()) {
     return parse_error(431, "request head too large");
   }

@@ -14,7 +14,7 @@ namespace {
 using http::BodyKind;
 using http::Method;
 
-void reset(http::ResponseHead* out) {
+void reset_response(http::ResponseHead* out) {
   out->status = 0;
   out->reason = {};
   out->version_minor = 1;
@@ -73,8 +73,8 @@ ParseResult finish_response(const FieldSummary& s, Method request_method, http::
   return parse_complete(0);
 }
 
-ParseResult parse_head(std::string_view view, const Limits& limits, Method request_method,
-                       http::ResponseHead* out) {
+ParseResult parse_response_head(std::string_view view, const Limits& limits, Method request_method,
+                                http::ResponseHead* out) {
   const char* begin = view.data();
   const char* end = begin + view.size();
   bool capped = view.size() > limits.max_request_line;
@@ -109,9 +109,9 @@ ParseResult parse_head(std::string_view view, const Limits& limits, Method reque
 
 ParseResult parse_response(std::string_view buf, const Limits& limits, Method request_method,
                            http::ResponseHead* out) {
-  reset(out);
+  reset_response(out);
   std::string_view view = buf.substr(0, limits.max_header_bytes);
-  ParseResult r = parse_head(view, limits, request_method, out);
+  ParseResult r = parse_response_head(view, limits, request_method, out);
   if (r.status == ParseStatus::kIncomplete && buf.size() > view.size()) {
     return parse_error(502, "response head too large");
   }

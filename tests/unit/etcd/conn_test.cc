@@ -8,13 +8,16 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
 #include <condition_variable>
+#include <cstring>
 #include <mutex>
 #include <thread>
 
 namespace sluice::etcd {
 namespace {
 
+using common::StatusOr;
 using namespace std::chrono_literals;
 
 Endpoint member(const char* url) { return *parse_endpoint(url); }
@@ -31,8 +34,10 @@ struct HeldResolver {
     return [this](const char*, const char* port, const addrinfo* hints, addrinfo** out) {
       ++calls;
       {
+        // Bounded, so a resolve_host that waited on the resolver itself fails on its timing
+        // instead of hanging the test.
         std::unique_lock<std::mutex> lock(mu);
-        cv.wait(lock, [this] { return released; });
+        cv.wait_for(lock, 5s, [this] { return released; });
       }
       int rc = getaddrinfo("127.0.0.1", port, hints, out);
       ++returned;
@@ -48,9 +53,9 @@ struct HeldResolver {
   }
   // Releases the lookup the test started and waits until it has returned: the thread holds
   // `this`, so it must be done before the test's frame goes.
-  void release_and_wait_for_one() {
+  void release_and_wait_for(int n = 1) {
     release();
-    while (returned.load() < 1) {
+    while (returned.load() < n) {
       std::this_thread::sleep_for(1ms);
     }
   }
@@ -90,6 +95,42 @@ TEST(ResolveHost, ResolverErrorsAreReported) {
             std::string("http://etcd-a:2379: cannot resolve etcd-a: ") + gai_strerror(EAI_NONAME));
 }
 
+TEST(ResolveHost, SystemErrorsNameTheLookupThreadsErrno) {
+  Resolver broken = [](const char*, const char*, const addrinfo*, addrinfo**) {
+    errno = ECONNREFUSED;
+    return EAI_SYSTEM;
+  };
+  errno = 0;
+  auto r = resolve_host(member("http://etcd-a:2379"), Clock::now() + 1s, -1, broken);
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.status().message(),
+            std::string("http://etcd-a:2379: cannot resolve etcd-a: ") + strerror(ECONNREFUSED));
+}
+
+TEST(ResolveHost, AbandonedLookupsAreBounded) {
+  HeldResolver dead;
+  for (int i = 0; i < 8; ++i) {
+    auto r = resolve_host(member("http://etcd-a:2379"), Clock::now() + 20ms, -1, dead.fn());
+    ASSERT_FALSE(r);
+    EXPECT_TRUE(r.status().message().starts_with("timeout: ")) << r.status().message();
+  }
+  auto r = resolve_host(member("http://etcd-a:2379"), Clock::now() + 1s, -1, dead.fn());
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.status().message(),
+            "http://etcd-a:2379: cannot resolve etcd-a: 8 earlier lookups have not finished");
+  dead.release_and_wait_for(8);
+  // The threads are gone once they have returned and let go of their state; then lookups
+  // are accepted again.
+  HeldResolver quick;
+  quick.release();
+  auto deadline = Clock::now() + 5s;
+  StatusOr<AddrList> ok = common::Status::error("not tried");
+  do {
+    ok = resolve_host(member("http://etcd-a:2379"), Clock::now() + 1s, -1, quick.fn());
+  } while (!ok && Clock::now() < deadline && (std::this_thread::sleep_for(1ms), true));
+  EXPECT_TRUE(ok) << ok.status().message();
+}
+
 TEST(ResolveHost, SlowLookupAnswersWithinTheDeadline) {
   HeldResolver slow;
   auto start = Clock::now();
@@ -101,7 +142,7 @@ TEST(ResolveHost, SlowLookupAnswersWithinTheDeadline) {
   EXPECT_GE(took, 190ms);
   EXPECT_LT(took, 2s);
   // The abandoned lookup finishes later and frees its answer (ASan's leak check in CI).
-  slow.release_and_wait_for_one();
+  slow.release_and_wait_for();
   EXPECT_EQ(slow.calls.load(), 1);
 }
 
@@ -121,7 +162,7 @@ TEST(ResolveHost, CancelStopsTheWait) {
   ASSERT_FALSE(r);
   EXPECT_EQ(r.status().message(), "cancelled: http://etcd-a:2379");
   EXPECT_LT(took, 5s);
-  slow.release_and_wait_for_one();
+  slow.release_and_wait_for();
   close(cancel);
 }
 
