@@ -41,12 +41,13 @@ def _ephemeral_range():
 
 
 def _port_slice():
-    """This test process's own slice of the ports below the kernel's ephemeral range.
+    """This test process's own slice of the ports outside the kernel's ephemeral range (below
+    it; above it where the range starts too low to leave room below).
 
     A port the kernel picks for bind(0) is freed when the picker closes it, and the kernel may
     pick it again: for the next free_port() of the same test (two listeners of one gateway on
     one port: seen in CI), for another pytest-xdist worker, or as the local port of any
-    outgoing connection. Ports below the ephemeral range are never picked by the kernel;
+    outgoing connection. Ports outside the ephemeral range are never picked by the kernel;
     giving each xdist worker its own slice of them keeps the workers apart, and a cursor
     within the slice keeps one process from handing out a port twice until it wraps."""
     lo, hi = _ephemeral_range()
@@ -71,8 +72,8 @@ _PORTS = {"slice": None, "cursor": None}
 
 def free_port():
     """A loopback port nobody listens on, from this process's own slice (see _port_slice),
-    never the same one twice in a row of fewer than the slice's width. Falls back to the
-    kernel's pick where the ephemeral range leaves no room below it."""
+    not handed out again until the cursor has gone round the whole slice. Falls back to the
+    kernel's pick where the ephemeral range leaves no room outside it."""
     if _PORTS["slice"] is None:
         _PORTS["slice"] = _port_slice() or (0, 0)
         lo, hi = _PORTS["slice"]
