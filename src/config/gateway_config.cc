@@ -54,6 +54,21 @@ StatusOr<bool> on_off(const Json& v) {
   return Status::error("expected on, off, true or false, got " + json_text(v));
 }
 
+// sluice.io_uring: auto (or on, true) batches socket calls through io_uring where the kernel
+// allows it; off (or false) keeps plain system calls.
+StatusOr<bool> io_uring_mode(const Json& v) {
+  if (v.is_boolean()) {
+    return v.get<bool>();
+  }
+  if (v.is_string()) {
+    const std::string& s = v.get_ref<const std::string&>();
+    if (s == "auto" || s == "on" || s == "off") {
+      return s != "off";
+    }
+  }
+  return Status::error("expected auto or off, got " + json_text(v));
+}
+
 StatusOr<double> seconds(const Json& v) {
   if (v.is_number() && v.get<double>() >= 0) {
     return v.get<double>();
@@ -348,9 +363,12 @@ class Reader {
   }
 
   Status sluice(const Json& v, const std::string& path) {
-    return walk(v, path, {{"data_dir", [this](auto& x, auto& p) {
-                             return assign(p, &cfg.data_dir, as_string(x, 1, 4096));
-                           }}});
+    return walk(
+        v, path,
+        {{"data_dir",
+          [this](auto& x, auto& p) { return assign(p, &cfg.data_dir, as_string(x, 1, 4096)); }},
+         {"io_uring",
+          [this](auto& x, auto& p) { return assign(p, &cfg.io_uring, io_uring_mode(x)); }}});
   }
 
   Status plugins(const Json& v, const std::string& path) {

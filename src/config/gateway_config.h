@@ -91,6 +91,9 @@ struct GatewayConfig {
   // sluice.data_dir: where the embedded store keeps its database; relative paths are taken
   // from the config file's directory. Default: "data" beside config.yaml.
   std::string data_dir;
+  // sluice.io_uring: auto (true) batches the workers' socket calls through io_uring where the
+  // kernel allows it, else plain system calls; off (false) always plain system calls.
+  bool io_uring = true;
   std::string server_tokens_name = "sluice";  // apisix.server_tokens_name... see .cc
   bool server_tokens = true;                  // apisix.enable_server_tokens
   double dns_resolver_valid = 30;         // apisix.dns_resolver_valid: seconds a DNS answer is kept

@@ -70,6 +70,19 @@ bool EventLoop::is_retired(IoHandler* h) const {
   return false;
 }
 
+bool EventLoop::enable_ring(std::string* why) {
+  if (!ring_) {
+    ring_ = Ring::create(256, why);
+  }
+  return ring_ != nullptr;
+}
+
+void EventLoop::run_ring() {
+  if (ring_ && !ring_->empty()) {
+    ring_->run([this](IoHandler* h) { return graveyard_.empty() || !is_retired(h); });
+  }
+}
+
 void EventLoop::post(std::function<void()> fn) {
   {
     std::lock_guard<std::mutex> lock(posted_mu_);
@@ -115,7 +128,9 @@ void EventLoop::run() {
       }
       h->on_io(events[i].events);
     }
+    run_ring();
     timers_.run_due(now_ms_);
+    run_ring();
     bury();
   }
 }

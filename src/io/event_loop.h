@@ -8,8 +8,10 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <vector>
 
+#include "io/ring.h"
 #include "io/timer.h"
 
 namespace sluice::io {
@@ -46,6 +48,12 @@ class EventLoop {
   // Thread: any. Runs `fn` on the loop thread soon.
   void post(std::function<void()> fn);
 
+  // Batches socket calls through io_uring (ring.h) from now on. False, with `*why`, when
+  // io_uring is not usable here; the loop then keeps making plain system calls.
+  bool enable_ring(std::string* why);
+  // Null unless enable_ring() succeeded: connections then queue their socket calls on it.
+  Ring* ring() { return ring_.get(); }
+
   uint64_t now_ms() const { return now_ms_; }
   void update_time();
   TimerQueue& timers() { return timers_; }
@@ -54,12 +62,14 @@ class EventLoop {
  private:
   void drain_posted();
   bool is_retired(IoHandler* h) const;
+  void run_ring();
 
   int epfd_ = -1;
   int wakefd_ = -1;
   bool stopping_ = false;
   uint64_t now_ms_ = 0;
   TimerQueue timers_;
+  std::unique_ptr<Ring> ring_;
   std::vector<std::unique_ptr<IoHandler>> graveyard_;
   std::mutex posted_mu_;
   std::vector<std::function<void()>> posted_;

@@ -14,7 +14,50 @@ size_t Outbox::pending_bytes() const {
   return n;
 }
 
-Outbox::Result Outbox::flush(int fd, int* err) {
+void Outbox::advance(size_t written) {
+  size_t left = written;
+  while (first_ < n_ && left >= iov_[first_].iov_len) {
+    left -= iov_[first_].iov_len;
+    ++first_;
+  }
+  if (first_ < n_) {
+    iov_[first_].iov_base = static_cast<char*>(iov_[first_].iov_base) + left;
+    iov_[first_].iov_len -= left;
+  }
+}
+
+Outbox::Result Outbox::flush(int fd, int* err, Ring* ring, IoHandler* h) {
+  if (ring == nullptr) {
+    return flush_now(fd, err);
+  }
+  if (op_.queued()) {
+    return Result::kQueued;
+  }
+  if (op_.done()) {
+    int r = op_.take();
+    if (r < 0 && r != -EINTR) {
+      if (r == -EAGAIN || r == -EWOULDBLOCK) {
+        return Result::kBlocked;
+      }
+      *err = -r;
+      return Result::kError;
+    }
+    if (r > 0) {
+      advance(static_cast<size_t>(r));
+    }
+  }
+  if (first_ == n_) {
+    clear();
+    return Result::kDone;
+  }
+  msg_ = msghdr{};
+  msg_.msg_iov = &iov_[first_];
+  msg_.msg_iovlen = static_cast<size_t>(n_ - first_);
+  ring->queue_sendmsg(&op_, h, fd, &msg_);
+  return Result::kQueued;
+}
+
+Outbox::Result Outbox::flush_now(int fd, int* err) {
   while (first_ < n_) {
     msghdr msg{};
     msg.msg_iov = &iov_[first_];
@@ -30,15 +73,7 @@ Outbox::Result Outbox::flush(int fd, int* err) {
       *err = errno;
       return Result::kError;
     }
-    auto left = static_cast<size_t>(w);
-    while (first_ < n_ && left >= iov_[first_].iov_len) {
-      left -= iov_[first_].iov_len;
-      ++first_;
-    }
-    if (first_ < n_) {
-      iov_[first_].iov_base = static_cast<char*>(iov_[first_].iov_base) + left;
-      iov_[first_].iov_len -= left;
-    }
+    advance(static_cast<size_t>(w));
   }
   clear();
   return Result::kDone;

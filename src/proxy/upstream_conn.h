@@ -41,6 +41,10 @@ class UpstreamConn : public io::IoHandler {
   // since no further edge will come to report the EOF.
   bool fin = false;
   uint32_t requests = 0;  // requests sent on this connection
+  // A read queued on the loop's ring (io/ring.h), and the room it was given.
+  io::RingOp rd_op;
+  const char* rd_at = nullptr;
+  size_t rd_room = 0;
 
   // Set while busy; null while pooled.
   UpstreamOwner* owner = nullptr;

@@ -115,23 +115,47 @@ ClientConn::Step ClientConn::step() {
 
 ClientConn::Step ClientConn::read_client(bool* eof) {
   *eof = false;
-  if (!rd_ready_) {
-    return Step::kWait;
-  }
-  if (in_.capacity() == 0) {
-    w_.take_buffer(&in_);
-  }
-  if (in_.writable() == 0) {
-    in_.compact();
-    if (in_.writable() == 0) {
-      if (in_.capacity() >= w_.settings().max_read_buffer) {
-        return Step::kWait;  // full: the consumer must drain it first
-      }
-      in_.reserve_total(std::min(in_.capacity() * 2, w_.settings().max_read_buffer));
+  ssize_t n = 0;
+  size_t room = 0;
+  int err = 0;
+  if (rd_op_.done()) {
+    // The read queued on the ring was made; in_ has not changed since.
+    int r = rd_op_.take();
+    n = r < 0 ? -1 : r;
+    err = r < 0 ? -r : 0;
+    room = rd_room_;
+    if (in_.write_ptr() != rd_at_) {
+      // Nothing may move in_ while a read is queued; if something did, the bytes are lost.
+      SLUICE_LOG(kError, "client {}: read buffer moved under a queued read; closing", peer_ip_);
+      n = -1;
+      err = EIO;
     }
+  } else {
+    if (rd_op_.queued() || !rd_ready_) {
+      return Step::kWait;
+    }
+    if (in_.capacity() == 0) {
+      w_.take_buffer(&in_);
+    }
+    if (in_.writable() == 0) {
+      in_.compact();
+      if (in_.writable() == 0) {
+        if (in_.capacity() >= w_.settings().max_read_buffer) {
+          return Step::kWait;  // full: the consumer must drain it first
+        }
+        in_.reserve_total(std::min(in_.capacity() * 2, w_.settings().max_read_buffer));
+      }
+    }
+    room = in_.writable();
+    if (io::Ring* ring = w_.loop().ring()) {
+      ring->queue_recv(&rd_op_, this, fd_, in_.write_ptr(), room);
+      rd_at_ = in_.write_ptr();
+      rd_room_ = room;
+      return Step::kWait;
+    }
+    n = ::recv(fd_, in_.write_ptr(), room, 0);
+    err = n < 0 ? errno : 0;
   }
-  size_t room = in_.writable();
-  ssize_t n = ::recv(fd_, in_.write_ptr(), room, 0);
   if (n > 0) {
     in_.commit(static_cast<size_t>(n));
     if (static_cast<size_t>(n) < room) {
@@ -141,8 +165,8 @@ ClientConn::Step ClientConn::read_client(bool* eof) {
     }
     return Step::kProgress;
   }
-  if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) {
-    rd_ready_ = errno == EINTR;
+  if (n < 0 && (err == EAGAIN || err == EWOULDBLOCK || err == EINTR)) {
+    rd_ready_ = err == EINTR;
     return Step::kWait;
   }
   rd_ready_ = false;
@@ -187,7 +211,9 @@ ClientConn::Step ClientConn::flush_out() {
     return Step::kWait;
   }
   int err = 0;
-  switch (out_.flush(fd_, &err)) {
+  switch (out_.flush(fd_, &err, w_.loop().ring(), this)) {
+    case io::Outbox::Result::kQueued:
+      return Step::kWait;
     case io::Outbox::Result::kBlocked:
       wr_ready_ = false;
       arm_timer(w_.settings().send_timeout_ms);
@@ -219,6 +245,7 @@ ClientConn::Step ClientConn::write_local_reply() {
   // Rejected input: close our side, then read and drop what the client still sends so its
   // kernel does not reset the connection before it has read our answer.
   ::shutdown(fd_, SHUT_WR);
+  rd_op_.cancel();  // what it read is dropped like the rest; an EOF is read again
   in_.clear();
   state_ = State::kLinger;
   arm_timer(w_.settings().linger_ms);
@@ -264,7 +291,9 @@ void ClientConn::next_request() {
 
 void ClientConn::go_idle() {
   w_.give_exchange(std::move(ex_));
-  w_.give_buffer(&in_);
+  if (rd_op_.idle()) {  // a queued read still writes into in_
+    w_.give_buffer(&in_);
+  }
   w_.idle_add(this);
 }
 
@@ -319,6 +348,8 @@ void ClientConn::close_now() {
     w_.refresh_reading();
   }
   io::TimerQueue::cancel(timer_);
+  rd_op_.cancel();
+  out_.cancel();
   release_upstream(false);
   state_ = State::kClosed;
 }

@@ -164,6 +164,9 @@ class ClientConn : public io::IoHandler, public proxy::UpstreamOwner {
   bool client_eof_ = false;
   io::Timer timer_{&ClientConn::on_timeout, this};
   io::Buffer in_;
+  io::RingOp rd_op_;             // a read of in_ queued on the loop's ring
+  const char* rd_at_ = nullptr;  // where that read writes, and its room
+  size_t rd_room_ = 0;
   io::Outbox out_;
   size_t out_consume_ = 0;  // upstream buffer bytes to drop once out_ is flushed
 

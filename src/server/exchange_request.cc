@@ -363,7 +363,10 @@ ClientConn::Step ClientConn::send_request() {
       return Step::kWait;
     }
     int err = 0;
-    io::Outbox::Result r = ex_->up_out.flush(up_->fd(), &err);
+    io::Outbox::Result r = ex_->up_out.flush(up_->fd(), &err, w_.loop().ring(), up_.get());
+    if (r == io::Outbox::Result::kQueued) {
+      return Step::kWait;
+    }
     if (r == io::Outbox::Result::kBlocked) {
       req_written_ = true;  // perhaps only part of it
       up_->writable = false;
@@ -475,6 +478,13 @@ void ClientConn::release_upstream(bool reusable) {
     return;
   }
   up_->owner = nullptr;
+  if (up_->rd_op.done() && up_->rd_op.take() != -EAGAIN) {
+    reusable = false;  // bytes, FIN or an error after the response: not clean
+  }
+  up_->rd_op.cancel();
+  if (ex_) {
+    ex_->up_out.cancel();
+  }
   if (reusable && !up_->hangup && !up_->fin && up_->requests < up_conf_->pool_requests) {
     up_->readable = false;
     w_.pool().put(std::move(up_), up_conf_->pool_size, up_conf_->pool_idle_ms);

@@ -31,6 +31,8 @@ struct Settings {
   RealIpConfig real_ip;
   // How long a connection waits for the admin handler's answer before a 504 and close.
   uint32_t admin_reply_timeout_ms = 60000;
+  // Batch socket calls through io_uring where the kernel allows it (io/ring.h).
+  bool io_uring = true;
 };
 
 }  // namespace sluice::server

@@ -37,7 +37,20 @@ void Worker::add_listener(int fd, ConnCounter* cap, ListenerKind kind) {
 }
 
 void Worker::run() {
+  if (settings_->io_uring) {
+    std::string why;
+    if (loop_.enable_ring(&why)) {
+      SLUICE_LOG(kInfo, "worker {}: socket calls batched through io_uring", id_);
+    } else {
+      SLUICE_LOG(kWarn, "worker {}: io_uring not usable ({}); plain system calls", id_, why);
+    }
+  }
   loop_.run();
+  if (const io::Ring* ring = loop_.ring()) {
+    const io::RingStats& s = ring->stats();
+    SLUICE_LOG(kInfo, "worker {}: io_uring: {} socket calls in {} submissions, {} made directly",
+               id_, s.batched_calls, s.enters, s.direct_calls);
+  }
   // Whatever is left after a drain deadline is closed here, on the worker's own thread.
   for (auto& [ptr, conn] : clients_) {
     idle_remove(ptr);

@@ -682,6 +682,11 @@ class Gateway:
             if self.data_dir_setting is not OMIT:
                 cfg["sluice"] = {"data_dir": str(self.data_dir_setting)}
         _deep_merge(cfg, self.extra_config)
+        # SLUICE_TEST_IO_URING=off runs the whole suite on the plain system-call path (a test
+        # that sets sluice.io_uring itself keeps its own).
+        mode = os.environ.get("SLUICE_TEST_IO_URING")
+        if mode and "io_uring" not in cfg.get("sluice", {}):
+            cfg.setdefault("sluice", {})["io_uring"] = mode
         return cfg
 
     def write_config(self, cfg=None):

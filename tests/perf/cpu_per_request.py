@@ -2,6 +2,7 @@
 """CPU microseconds per proxied request: Sluice (1 worker) side by side with nginx (1 worker).
 
     /usr/bin/python3 tests/perf/cpu_per_request.py [--duration 5] [--runs 3] [--no-plugins]
+                                                   [--plain-syscalls]
 
 Starts, on free loopback ports and in a temp dir:
   * upstream: nginx, 1 worker, `location /hello { return 200 "hello world\\n"; }`
@@ -9,6 +10,8 @@ Starts, on free loopback ports and in a temp dir:
   * Sluice:   a second one whose /hello also runs limit-count (count 2000000000000,
               time_window 60, rejected_code 503, key remote_addr) and prometheus {}: the
               articles' scenario 2 (--no-plugins leaves it out)
+  * Sluice:   with --plain-syscalls, a third one, scenario 1 with `sluice.io_uring: off`
+              (one system call per socket call instead of io_uring batches)
   * nginx:    1 worker, reverse proxy to the upstream with keep-alive (keepalive 32,
               proxy_http_version 1.1, Connection "")
 then runs `wrk -t1 -c16 -d<duration>s` against the upstream directly (the ceiling), Sluice and
@@ -94,12 +97,13 @@ SCENARIO2_PLUGINS = """\
 """
 
 
-def start_sluice(binary, up_port, d, name="sluice", plugins=""):
-    sd = os.path.join(d, name)
+def start_sluice(binary, up_port, d, name="sluice", plugins="", io_uring="auto"):
+    sd = os.path.join(d, name.replace(" ", "_"))
     os.makedirs(sd)
     port = free_port()
     with open(os.path.join(sd, "config.yaml"), "w") as f:
         f.write(SLUICE_CONFIG.format(port=port, metrics_port=free_port()))
+        f.write("sluice:\n  io_uring: %s\n" % io_uring)
     with open(os.path.join(sd, "apisix.yaml"), "w") as f:
         f.write(SLUICE_ROUTES.format(up_port=up_port, plugins=plugins))
     return Server(name, [binary, "run", "-c", os.path.join(sd, "config.yaml")], port,
@@ -151,6 +155,8 @@ def main():
                     help="measure only the upstream and nginx (to check the setup)")
     ap.add_argument("--no-plugins", action="store_true",
                     help="leave out Sluice with limit-count + prometheus (scenario 2)")
+    ap.add_argument("--plain-syscalls", action="store_true",
+                    help="also run scenario 1 with sluice.io_uring: off, in the same run")
     ap.add_argument("--json", action="store_true", help="also print the results as JSON")
     ap.add_argument("--keep", action="store_true", help="keep the temp dir (logs, configs)")
     args = ap.parse_args()
@@ -165,10 +171,14 @@ def main():
         up_port = free_port()
         upstream = start_nginx("upstream", NGINX_UPSTREAM.format(dir=d, port=up_port), up_port, d)
         servers.append(upstream)
-        sluice = plugged = None
+        sluice = plugged = plain = None
         if not args.no_sluice:
             sluice = start_sluice(args.sluice, up_port, d)
             servers.append(sluice)
+            if args.plain_syscalls:
+                plain = start_sluice(args.sluice, up_port, d, "sluice (io_uring off)",
+                                     io_uring="off")
+                servers.append(plain)
             if not args.no_plugins:
                 plugged = start_sluice(args.sluice, up_port, d, "sluice+plugins",
                                        SCENARIO2_PLUGINS)
@@ -180,13 +190,13 @@ def main():
         servers.append(nginx)
         upstream.name = "upstream (direct)"
 
-        targets = [t for t in (upstream, sluice, plugged, nginx) if t is not None]
+        targets = [t for t in (upstream, sluice, plain, plugged, nginx) if t is not None]
         results = {t.name: [] for t in targets}
         for i in range(args.runs):
             for target in targets:
                 r = measure(target, upstream, args)
                 results[target.name].append(r)
-                print("run %d %-18s %9.0f req/s  %7.1f µs/req  p50 %s" % (
+                print("run %d %-22s %9.0f req/s  %7.1f µs/req  p50 %s" % (
                     i + 1, target.name, r["rps"], r["cpu_us"], r["p50"]), file=sys.stderr)
 
         def med(name, key):
@@ -209,6 +219,9 @@ def main():
             print()
             print("scenario 2 (limit-count + prometheus) / scenario 1 CPU per request: %.3f" % (
                 med(plugged.name, "cpu_us") / med(sluice.name, "cpu_us")))
+        if plain is not None:
+            print("io_uring batches / plain system calls, CPU per request: %.3f" % (
+                med(sluice.name, "cpu_us") / med(plain.name, "cpu_us")))
         if args.json:
             print(json.dumps(results, indent=2))
     finally:

@@ -465,6 +465,24 @@ TEST(GatewayConfig, AdminSectionErrors) {
 namespace sluice::config {
 namespace {
 
+TEST(GatewayConfig, IoUringKey) {
+  EXPECT_TRUE(parse_ok("").io_uring);
+  EXPECT_TRUE(parse_ok("sluice: {io_uring: auto}\n").io_uring);
+  EXPECT_TRUE(parse_ok("sluice: {io_uring: true}\n").io_uring);
+  EXPECT_FALSE(parse_ok("sluice: {io_uring: \"off\"}\n").io_uring);
+  EXPECT_FALSE(parse_ok("sluice:\n  io_uring: off\n").io_uring);  // YAML 1.1 may read a boolean
+  EXPECT_FALSE(parse_ok("sluice: {io_uring: false}\n").io_uring);
+  for (const char* text :
+       {"sluice: {io_uring: sometimes}", "sluice: {io_uring: 1}", "sluice: {io_uring: [auto]}"}) {
+    auto r = parse_gateway_config(text, "/etc/sluice");
+    ASSERT_FALSE(r.is_ok()) << text;
+    EXPECT_EQ(
+        r.status().message().rfind("config.yaml: sluice.io_uring: expected auto or off, got ", 0),
+        0u)
+        << r.status().message();
+  }
+}
+
 TEST(GatewayConfig, RealIpKeys) {
   GatewayConfig d = parse_ok("");
   EXPECT_TRUE(d.real_ip_from.empty());

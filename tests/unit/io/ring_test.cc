@@ -1,0 +1,380 @@
+#include "io/ring.h"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "io/event_loop.h"
+#include "io/outbox.h"
+
+namespace sluice::io {
+namespace {
+
+// io_uring is missing under qemu-user (make test-arm64) and where seccomp or
+// kernel.io_uring_disabled forbid it; the gateway then makes plain system calls, and these
+// tests say why they did not run.
+#define RING_OR_SKIP(name)                                   \
+  std::string why_;                                          \
+  std::unique_ptr<Ring> name = Ring::create(64, &why_);      \
+  if (!name) {                                               \
+    GTEST_SKIP() << "io_uring is not usable here: " << why_; \
+  }
+
+struct Handler : IoHandler {
+  int calls = 0;
+  std::function<void()> fn;
+  void on_io(uint32_t events) override {
+    EXPECT_EQ(events, 0u);
+    ++calls;
+    if (fn) {
+      fn();
+    }
+  }
+};
+
+bool always(IoHandler*) { return true; }
+
+// A connected pair of non-blocking loopback TCP sockets.
+struct TcpPair {
+  int a = -1;
+  int b = -1;
+  TcpPair() {
+    int l = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof(addr);
+    EXPECT_EQ(bind(l, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+    EXPECT_EQ(listen(l, 4), 0);
+    EXPECT_EQ(getsockname(l, reinterpret_cast<sockaddr*>(&addr), &len), 0);
+    a = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    EXPECT_EQ(connect(a, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+    b = accept4(l, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
+    fcntl(a, F_SETFL, O_NONBLOCK);
+    close(l);
+  }
+  ~TcpPair() {
+    close(a);
+    close(b);
+  }
+};
+
+msghdr one_iov(iovec* iov, std::string& s) {
+  iov->iov_base = s.data();
+  iov->iov_len = s.size();
+  msghdr m{};
+  m.msg_iov = iov;
+  m.msg_iovlen = 1;
+  return m;
+}
+
+TEST(RingTest, CallsOfOneRoundShareOneEnter) {
+  RING_OR_SKIP(ring);
+  constexpr int kPairs = 4;
+  std::vector<TcpPair> pairs(kPairs);
+  std::vector<std::string> msgs;
+  for (int i = 0; i < kPairs; ++i) {
+    msgs.push_back("message " + std::to_string(i));
+  }
+  std::vector<iovec> iov(kPairs);
+  std::vector<msghdr> mh(kPairs);
+  std::vector<RingOp> ops(kPairs);
+  Handler h;
+  for (int i = 0; i < kPairs; ++i) {
+    mh[i] = one_iov(&iov[i], msgs[i]);
+    ring->queue_sendmsg(&ops[i], &h, pairs[i].a, &mh[i]);
+  }
+  EXPECT_FALSE(ring->empty());
+  ring->run(always);
+  EXPECT_TRUE(ring->empty());
+  EXPECT_EQ(h.calls, kPairs);
+  for (int i = 0; i < kPairs; ++i) {
+    ASSERT_TRUE(ops[i].done());
+    EXPECT_EQ(ops[i].take(), static_cast<int>(msgs[i].size()));
+    EXPECT_TRUE(ops[i].idle());
+  }
+  EXPECT_EQ(ring->stats().batched_calls, static_cast<uint64_t>(kPairs));
+  EXPECT_EQ(ring->stats().enters, 1u);
+
+  // The reads, again in one enter: each lands in its own buffer.
+  std::vector<std::string> bufs(kPairs, std::string(64, '\0'));
+  for (int i = 0; i < kPairs; ++i) {
+    ring->queue_recv(&ops[i], &h, pairs[i].b, bufs[i].data(), bufs[i].size());
+  }
+  ring->run(always);
+  EXPECT_EQ(ring->stats().enters, 2u);
+  for (int i = 0; i < kPairs; ++i) {
+    int n = ops[i].take();
+    ASSERT_EQ(n, static_cast<int>(msgs[i].size()));
+    EXPECT_EQ(bufs[i].substr(0, static_cast<size_t>(n)), msgs[i]);
+  }
+}
+
+TEST(RingTest, ReadsOfEmptySocketsComeBackEagainAtOnce) {
+  RING_OR_SKIP(ring);
+  TcpPair p1, p2;
+  char b1[16], b2[16];
+  RingOp o1, o2;
+  Handler h;
+  ring->queue_recv(&o1, &h, p1.b, b1, sizeof(b1));
+  ring->queue_recv(&o2, &h, p2.b, b2, sizeof(b2));
+  ring->run(always);  // would hang here if a read were left waiting for data
+  EXPECT_EQ(o1.take(), -EAGAIN);
+  EXPECT_EQ(o2.take(), -EAGAIN);
+  EXPECT_EQ(h.calls, 2);
+}
+
+TEST(RingTest, AOneCallRoundIsAPlainSystemCall) {
+  RING_OR_SKIP(ring);
+  TcpPair p;
+  std::string msg = "solo";
+  iovec iov;
+  msghdr m = one_iov(&iov, msg);
+  RingOp op;
+  Handler h;
+  ring->queue_sendmsg(&op, &h, p.a, &m);
+  ring->run(always);
+  EXPECT_EQ(op.take(), 4);
+  EXPECT_EQ(ring->stats().direct_calls, 1u);
+  EXPECT_EQ(ring->stats().enters, 0u);
+  char buf[8];
+  EXPECT_EQ(recv(p.b, buf, sizeof(buf), 0), 4);
+}
+
+TEST(RingTest, ACancelledCallIsNeverMade) {
+  RING_OR_SKIP(ring);
+  TcpPair p1, p2, p3;
+  std::string m1 = "one", m2 = "two", m3 = "three";
+  iovec i1, i2, i3;
+  msghdr h1 = one_iov(&i1, m1), h2 = one_iov(&i2, m2), h3 = one_iov(&i3, m3);
+  RingOp o1, o2, o3;
+  Handler a, b, c;
+  ring->queue_sendmsg(&o1, &a, p1.a, &h1);
+  ring->queue_sendmsg(&o2, &b, p2.a, &h2);
+  ring->queue_sendmsg(&o3, &c, p3.a, &h3);
+  o2.cancel();
+  EXPECT_TRUE(o2.idle());
+  ring->run(always);
+  EXPECT_EQ(o1.take(), 3);
+  EXPECT_TRUE(o2.idle());
+  EXPECT_EQ(o3.take(), 5);
+  EXPECT_EQ(a.calls, 1);
+  EXPECT_EQ(b.calls, 0);
+  EXPECT_EQ(c.calls, 1);
+  char buf[8];
+  EXPECT_EQ(recv(p2.b, buf, sizeof(buf), MSG_DONTWAIT), -1);
+  EXPECT_EQ(errno, EAGAIN);
+  EXPECT_EQ(ring->stats().batched_calls, 2u);
+
+  // A slot destroyed while queued cancels itself.
+  {
+    RingOp gone;
+    ring->queue_sendmsg(&gone, &b, p2.a, &h2);
+  }
+  EXPECT_TRUE(ring->empty());
+  ring->run(always);
+  EXPECT_EQ(recv(p2.b, buf, sizeof(buf), MSG_DONTWAIT), -1);
+}
+
+TEST(RingTest, CallsQueuedByADrivenHandlerRunInTheSameRun) {
+  RING_OR_SKIP(ring);
+  TcpPair p1, p2;
+  std::string m = "ping";
+  iovec iov1, iov2;
+  msghdr h1 = one_iov(&iov1, m), h2 = one_iov(&iov2, m);
+  RingOp o1, o2, rd;
+  char buf[16];
+  Handler h;
+  int rounds = 0;
+  h.fn = [&] {
+    // First round: the two writes; the handler then reads what the first one wrote.
+    if (++rounds == 2) {
+      ring->queue_recv(&rd, &h, p1.b, buf, sizeof(buf));
+    }
+  };
+  ring->queue_sendmsg(&o1, &h, p1.a, &h1);
+  ring->queue_sendmsg(&o2, &h, p2.a, &h2);
+  ring->run(always);
+  EXPECT_EQ(h.calls, 3);
+  EXPECT_EQ(rd.take(), 4);
+  EXPECT_EQ(std::string(buf, 4), "ping");
+}
+
+TEST(RingTest, HandlersThatAreGoneAreNotDriven) {
+  RING_OR_SKIP(ring);
+  TcpPair p1, p2;
+  char b1[8], b2[8];
+  RingOp o1, o2;
+  Handler live, dead;
+  ring->queue_recv(&o1, &live, p1.b, b1, sizeof(b1));
+  ring->queue_recv(&o2, &dead, p2.b, b2, sizeof(b2));
+  ring->run([&](IoHandler* x) { return x != &dead; });
+  EXPECT_EQ(live.calls, 1);
+  EXPECT_EQ(dead.calls, 0);
+  EXPECT_TRUE(o2.done());  // made all the same; the owner is going away
+}
+
+TEST(RingTest, ErrorsComeBackAsNegativeErrno) {
+  RING_OR_SKIP(ring);
+  int sv[2], sw[2];
+  ASSERT_EQ(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, sv), 0);
+  ASSERT_EQ(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, sw), 0);
+  close(sv[1]);
+  close(sw[1]);
+  std::string m = "x";
+  iovec i1, i2;
+  msghdr h1 = one_iov(&i1, m), h2 = one_iov(&i2, m);
+  RingOp o1, o2;
+  Handler h;
+  ring->queue_sendmsg(&o1, &h, sv[0], &h1);  // no SIGPIPE: MSG_NOSIGNAL
+  ring->queue_sendmsg(&o2, &h, sw[0], &h2);
+  ring->run(always);
+  EXPECT_EQ(o1.take(), -EPIPE);
+  EXPECT_EQ(o2.take(), -EPIPE);
+  close(sv[0]);
+  close(sw[0]);
+}
+
+TEST(RingTest, MoreCallsThanSlotsAreSubmittedInChunks) {
+  RING_OR_SKIP(ring);  // 64 slots
+  constexpr int kCalls = 150;
+  int sv[2];
+  ASSERT_EQ(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, sv), 0);
+  std::vector<char> bufs(kCalls);
+  std::vector<RingOp> ops(kCalls);
+  Handler h;
+  for (int i = 0; i < kCalls; ++i) {
+    ring->queue_recv(&ops[i], &h, sv[1], &bufs[i], 1);
+  }
+  ring->run(always);
+  EXPECT_EQ(h.calls, kCalls);
+  for (auto& op : ops) {
+    EXPECT_EQ(op.take(), -EAGAIN);
+  }
+  EXPECT_EQ(ring->stats().batched_calls, static_cast<uint64_t>(kCalls));
+  EXPECT_GE(ring->stats().enters, 3u);
+  close(sv[0]);
+  close(sv[1]);
+}
+
+TEST(RingTest, OutboxWritesThroughTheRingResumeAfterPartialWrites) {
+  RING_OR_SKIP(ring);
+  int sv[2];
+  ASSERT_EQ(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, sv), 0);
+  int small = 4096;
+  setsockopt(sv[0], SOL_SOCKET, SO_SNDBUF, &small, sizeof(small));
+  std::string head = "HEAD|";
+  std::string body(1 << 20, 'x');
+  for (size_t i = 0; i < body.size(); ++i) {
+    body[i] = static_cast<char>('a' + i % 26);
+  }
+  Outbox out;
+  out.add(head);
+  out.add(body);
+  out.add("|END");
+  Handler h;
+  std::string received;
+  std::vector<char> buf(65536);
+  int err = 0;
+  int queued = 0, blocked = 0;
+  while (true) {
+    Outbox::Result r = out.flush(sv[0], &err, ring.get(), &h);
+    ASSERT_NE(r, Outbox::Result::kError) << err;
+    if (r == Outbox::Result::kDone) {
+      break;
+    }
+    if (r == Outbox::Result::kQueued) {
+      ++queued;
+      EXPECT_EQ(out.flush(sv[0], &err, ring.get(), &h), Outbox::Result::kQueued);
+      ring->run(always);
+      continue;
+    }
+    ASSERT_EQ(r, Outbox::Result::kBlocked);
+    ++blocked;
+    ssize_t n;
+    while ((n = read(sv[1], buf.data(), buf.size())) > 0) {
+      received.append(buf.data(), static_cast<size_t>(n));
+    }
+  }
+  ssize_t n;
+  while ((n = read(sv[1], buf.data(), buf.size())) > 0) {
+    received.append(buf.data(), static_cast<size_t>(n));
+  }
+  EXPECT_GT(blocked, 0) << "the socket buffer should have filled at least once";
+  EXPECT_GT(queued, blocked);
+  EXPECT_EQ(h.calls, queued);
+  EXPECT_TRUE(out.empty());
+  EXPECT_EQ(received, head + body + "|END");
+  close(sv[0]);
+  close(sv[1]);
+}
+
+TEST(RingTest, ClearingAnOutboxCancelsItsQueuedWrite) {
+  RING_OR_SKIP(ring);
+  int sv[2];
+  ASSERT_EQ(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, sv), 0);
+  Outbox out;
+  out.add("never sent");
+  Handler h;
+  int err = 0;
+  EXPECT_EQ(out.flush(sv[0], &err, ring.get(), &h), Outbox::Result::kQueued);
+  out.clear();
+  EXPECT_TRUE(ring->empty());
+  ring->run(always);
+  EXPECT_EQ(h.calls, 0);
+  char buf[16];
+  EXPECT_EQ(recv(sv[1], buf, sizeof(buf), MSG_DONTWAIT), -1);
+  close(sv[0]);
+  close(sv[1]);
+}
+
+TEST(RingTest, TheLoopRunsQueuedCallsAfterItsEvents) {
+  EventLoop loop;
+  std::string why;
+  if (!loop.enable_ring(&why)) {
+    GTEST_SKIP() << "io_uring is not usable here: " << why;
+  }
+  // A handler that, on its socket's readiness, queues a read; the loop makes it before it
+  // waits again and drives the handler with the bytes.
+  int sv[2];
+  ASSERT_EQ(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, sv), 0);
+  struct Reader : IoHandler {
+    EventLoop* loop;
+    int fd;
+    RingOp op;
+    char buf[16];
+    std::string got;
+    void on_io(uint32_t events) override {
+      if (op.done()) {
+        int n = op.take();
+        if (n > 0) {
+          got.append(buf, static_cast<size_t>(n));
+          loop->stop();
+        }
+        return;
+      }
+      if ((events & EPOLLIN) != 0 && op.idle()) {
+        loop->ring()->queue_recv(&op, this, fd, buf, sizeof(buf));
+      }
+    }
+  } reader;
+  reader.loop = &loop;
+  reader.fd = sv[1];
+  ASSERT_TRUE(loop.add(sv[1], &reader));
+  ASSERT_EQ(write(sv[0], "hello", 5), 5);
+  loop.run();
+  EXPECT_EQ(reader.got, "hello");
+  loop.remove(sv[1]);
+  close(sv[0]);
+  close(sv[1]);
+}
+
+}  // namespace
+}  // namespace sluice::io
