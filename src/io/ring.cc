@@ -9,9 +9,12 @@
 #include <cerrno>
 #include <cstring>
 
+#include "common/log.h"
 #include "io/event_loop.h"
 
 namespace sluice::io {
+
+thread_local int Ring::fail_enters_errno = 0;
 
 namespace {
 
@@ -103,29 +106,62 @@ std::unique_ptr<Ring> Ring::create(unsigned entries, std::string* why) {
   r->cq_mask_ = *at<unsigned>(r->cq_map_, p.cq_off.ring_mask);
   r->cqes_ = at<void>(r->cq_map_, p.cq_off.cqes);
 
-  // The probe: two reads with MSG_DONTWAIT on an empty socket must come back -EAGAIN from
-  // the enter itself. A kernel that arms a poll instead would leave them in flight, and the
-  // design above (buffers valid only until run() returns) would not hold.
-  int sv[2];
-  if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0) {
-    *why = std::string("socketpair for the io_uring probe: ") + strerror(errno);
-    return nullptr;
-  }
-  char byte[2];
-  RingOp a, b;
-  r->queue_recv(&a, nullptr, sv[0], &byte[0], 1);
-  r->queue_recv(&b, nullptr, sv[0], &byte[1], 1);
-  r->perform();
-  bool inline_eagain = a.done() && a.take() == -EAGAIN && b.done() && b.take() == -EAGAIN;
-  r->done_.clear();
-  close(sv[0]);
-  close(sv[1]);
-  if (!inline_eagain) {
-    *why = "this kernel does not complete MSG_DONTWAIT reads inline in io_uring_enter";
+  // The probe: two reads with MSG_DONTWAIT on an empty socket and a write must all be
+  // completed by the enter itself (-EAGAIN, -EAGAIN, 1 byte). A kernel that arms a poll
+  // instead would leave them in flight, and the design above (buffers valid only until
+  // run() returns) would not hold. The buffers are static: a read left in flight by such a
+  // kernel has nowhere else to write when the ring is torn down.
+  std::string probe_error = r->probe();
+  if (!probe_error.empty()) {
+    *why = probe_error;
     return nullptr;
   }
   r->stats_ = RingStats{};
   return r;
+}
+
+std::string Ring::probe() {
+  static char rd[2];
+  static char wr[1] = {'p'};
+  static iovec iov{wr, 1};
+  static msghdr msg{nullptr, 0, &iov, 1, nullptr, 0, 0};
+  int p[2], q[2];
+  if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, p) != 0) {
+    return std::string("socketpair for the io_uring probe: ") + strerror(errno);
+  }
+  if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, q) != 0) {
+    int e = errno;
+    close(p[0]);
+    close(p[1]);
+    return std::string("socketpair for the io_uring probe: ") + strerror(e);
+  }
+  RingOp a, b, c;
+  round_ = (round_ + 1) & 0x7fffffff;
+  done_ = {Entry{&a, nullptr, p[0], false, &rd[0], 1, nullptr},
+           Entry{&b, nullptr, p[0], false, &rd[1], 1, nullptr},
+           Entry{&c, nullptr, q[0], true, nullptr, 0, &msg}};
+  fill(0, 3);
+  int r = enter(3, 0, 0);
+  int enter_errno = errno;
+  reap(0, 3);
+  std::string error;
+  if (r != 3) {
+    error = r < 0 ? std::string("io_uring_enter: ") + strerror(enter_errno)
+                  : "io_uring_enter submitted " + std::to_string(r) + " of 3 calls";
+  } else if (!a.done() || !b.done() || !c.done()) {
+    error = "this kernel does not complete MSG_DONTWAIT socket calls inline in io_uring_enter";
+  } else if (a.take() != -EAGAIN || b.take() != -EAGAIN || c.take() != 1) {
+    error = "unexpected results from the io_uring probe";
+  }
+  done_.clear();
+  a.cancel();
+  b.cancel();
+  c.cancel();
+  close(p[0]);
+  close(p[1]);
+  close(q[0]);
+  close(q[1]);
+  return error;
 }
 
 Ring::~Ring() {
@@ -178,8 +214,10 @@ void Ring::perform() {
   }
   queue_.clear();
   live_ = 0;
-  if (done_.size() == 1) {
-    perform_direct(done_[0]);
+  if (done_.size() == 1 || broken_) {
+    for (Entry& e : done_) {
+      perform_direct(e);
+    }
     return;
   }
   for (size_t from = 0; from < done_.size(); from += sq_entries_) {
@@ -198,82 +236,164 @@ void Ring::perform_direct(Entry& e) {
   e.op->state_ = RingOp::State::kDone;
 }
 
-void Ring::submit_chunk(size_t from, size_t to) {
+int Ring::enter(unsigned to_submit, unsigned min_complete, unsigned flags) {
+  ++stats_.enters;
+  if (fail_enters_errno != 0) {
+    errno = fail_enters_errno;
+    return -1;
+  }
+  return sys_enter(fd_, to_submit, min_complete, flags);
+}
+
+void Ring::fill(size_t from, size_t to) {
   auto* sqes = static_cast<io_uring_sqe*>(sqes_);
   unsigned tail = *sq_tail_;
+  int nowait = dontwait_ ? MSG_DONTWAIT : 0;
   for (size_t i = from; i < to; ++i) {
     const Entry& e = done_[i];
     unsigned idx = tail & sq_mask_;
     io_uring_sqe& s = sqes[idx];
     std::memset(&s, 0, sizeof(s));
     s.fd = e.fd;
-    s.user_data = i;
+    s.user_data = (static_cast<uint64_t>(round_) << 32) | i;
     if (e.send) {
       s.opcode = IORING_OP_SENDMSG;
       s.addr = reinterpret_cast<uintptr_t>(e.msg);
       s.len = 1;
-      s.msg_flags = MSG_NOSIGNAL | MSG_DONTWAIT;
+      s.msg_flags = static_cast<uint32_t>(MSG_NOSIGNAL | nowait);
     } else {
       s.opcode = IORING_OP_RECV;
       s.addr = reinterpret_cast<uintptr_t>(e.buf);
       s.len = static_cast<uint32_t>(std::min<size_t>(e.len, UINT32_MAX));
-      s.msg_flags = MSG_DONTWAIT;
+      s.msg_flags = static_cast<uint32_t>(nowait);
     }
     sq_array_[idx] = idx;
     ++tail;
   }
   store_release(sq_tail_, tail);
+}
+
+unsigned Ring::reap(size_t from, size_t to) {
+  auto* cqes = static_cast<io_uring_cqe*>(cqes_);
+  unsigned reaped = 0;
+  unsigned head = *cq_head_;
+  unsigned ctail = load_acquire(cq_tail_);
+  while (head != ctail) {
+    const io_uring_cqe& c = cqes[head & cq_mask_];
+    uint64_t tag = c.user_data;
+    size_t i = static_cast<size_t>(tag & 0xffffffffu);
+    // Cancel requests (kCancelTag) and anything of another round are only counted off.
+    if ((tag & kCancelTag) == 0 && (tag >> 32) == round_ && i >= from && i < to &&
+        done_[i].op->state_ != RingOp::State::kDone) {
+      done_[i].op->result_ = c.res;
+      done_[i].op->state_ = RingOp::State::kDone;
+      ++reaped;
+    }
+    ++head;
+  }
+  store_release(cq_head_, head);
+  return reaped;
+}
+
+void Ring::set_broken(const std::string& why) {
+  if (!broken_) {
+    broken_ = true;
+    SLUICE_LOG(kError, "io_uring: {}; plain system calls from now on", why);
+  }
+}
+
+void Ring::submit_chunk(size_t from, size_t to) {
+  round_ = (round_ + 1) & 0x7fffffff;
+  fill(from, to);
   auto want = static_cast<unsigned>(to - from);
   unsigned submitted = 0;
-  unsigned reaped = 0;
-  auto* cqes = static_cast<io_uring_cqe*>(cqes_);
-  while (reaped < want) {
-    // Submit what is left; once all is submitted, wait for completions still missing (none
-    // expected: the calls complete inline, as create() checked).
-    unsigned to_submit = want - submitted;
-    unsigned flags = to_submit == 0 ? IORING_ENTER_GETEVENTS : 0;
-    unsigned min_complete = to_submit == 0 ? 1 : 0;
-    int r = sys_enter(fd_, to_submit, min_complete, flags);
-    ++stats_.enters;
-    if (r < 0) {
-      if (errno == EINTR || errno == EAGAIN || errno == EBUSY) {
-        // EAGAIN/EBUSY: the kernel is short of resources or the completion queue is full;
-        // reaping below makes room.
-      } else if (to_submit != 0) {
-        // The ring is broken: make the calls not submitted the plain way.
-        for (size_t i = from + submitted; i < to; ++i) {
-          perform_direct(done_[i]);
-        }
-        want = submitted;
-      } else {
-        // Cannot wait for calls already submitted (not seen with MSG_DONTWAIT): report them
-        // failed rather than spin.
-        for (size_t i = from; i < to; ++i) {
-          if (!done_[i].op->done()) {
-            done_[i].op->result_ = -EIO;
-            done_[i].op->state_ = RingOp::State::kDone;
-          }
-        }
-        break;
-      }
-    } else {
+  int transient = 0;
+  while (submitted < want) {
+    int r = enter(want - submitted, 0, 0);
+    if (r > 0) {
       submitted += static_cast<unsigned>(r);
+      continue;
     }
-    unsigned head = *cq_head_;
-    unsigned ctail = load_acquire(cq_tail_);
-    while (head != ctail) {
-      const io_uring_cqe& c = cqes[head & cq_mask_];
-      size_t i = static_cast<size_t>(c.user_data);
-      if (i >= from && i < to) {
-        done_[i].op->result_ = c.res;
-        done_[i].op->state_ = RingOp::State::kDone;
-        ++reaped;
-      }
-      ++head;
+    if (r < 0 && errno == EINTR) {
+      continue;
     }
-    store_release(cq_head_, head);
+    if (r < 0 && (errno == EAGAIN || errno == EBUSY) && ++transient <= 3) {
+      reap(from, to);  // the kernel is short of requests or completion room for now
+      continue;
+    }
+    // Entries submitted to a broken ring would be picked up by a later enter, with this
+    // round's pointers: no later enter is made.
+    set_broken(r == 0 ? std::string("io_uring_enter submitted nothing")
+                      : std::string("io_uring_enter: ") + strerror(errno));
+    break;
   }
-  stats_.batched_calls += want;
+  unsigned reaped = reap(from, to);
+  stats_.batched_calls += reaped;
+  if (reaped < submitted) {
+    // A call the kernel did not complete inline (create() checked that it does) would still
+    // write into its buffer: cancel each, and wait for the cancellations, which complete at
+    // once for a call that waits for its socket.
+    cancel_in_flight(from, to);
+  }
+  for (size_t i = from; i < to; ++i) {
+    if (done_[i].op->state_ != RingOp::State::kDone) {
+      perform_direct(done_[i]);  // not submitted
+    } else if (done_[i].op->result_ == -ECANCELED) {
+      perform_direct(done_[i]);  // cancelled before it ran
+    }
+  }
+}
+
+void Ring::cancel_in_flight(size_t from, size_t to) {
+  set_broken("a call was not completed inline");
+  auto* sqes = static_cast<io_uring_sqe*>(sqes_);
+  unsigned tail = *sq_tail_;
+  unsigned n = 0;
+  for (size_t i = from; i < to; ++i) {
+    if (done_[i].op->state_ == RingOp::State::kDone) {
+      continue;
+    }
+    unsigned idx = tail & sq_mask_;
+    io_uring_sqe& s = sqes[idx];
+    std::memset(&s, 0, sizeof(s));
+    s.opcode = IORING_OP_ASYNC_CANCEL;
+    s.fd = -1;
+    s.addr = (static_cast<uint64_t>(round_) << 32) | i;
+    s.user_data = kCancelTag;
+    sq_array_[idx] = idx;
+    ++tail;
+    ++n;
+  }
+  store_release(sq_tail_, tail);
+  auto missing = [&] {
+    for (size_t i = from; i < to; ++i) {
+      if (done_[i].op->state_ != RingOp::State::kDone) {
+        return true;
+      }
+    }
+    return false;
+  };
+  unsigned to_submit = n;
+  for (int tries = 0; missing() && tries < 1000; ++tries) {
+    int r = sys_enter(fd_, to_submit, 1, IORING_ENTER_GETEVENTS);
+    if (r > 0) {
+      to_submit -= std::min(to_submit, static_cast<unsigned>(r));
+    } else if (r < 0 && errno != EINTR && errno != EAGAIN && errno != EBUSY) {
+      break;
+    }
+    reap(from, to);
+  }
+  if (missing()) {
+    // Nothing more can be done safely for these buffers: keep the connections from using
+    // them (the calls fail) and never enter again.
+    SLUICE_LOG(kCrit, "io_uring: calls still in flight after cancellation");
+    for (size_t i = from; i < to; ++i) {
+      if (done_[i].op->state_ != RingOp::State::kDone) {
+        done_[i].op->result_ = -EIO;
+        done_[i].op->state_ = RingOp::State::kDone;
+      }
+    }
+  }
 }
 
 }  // namespace sluice::io

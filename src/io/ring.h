@@ -102,6 +102,15 @@ class Ring {
   }
 
   const RingStats& stats() const { return stats_; }
+  // After an io_uring_enter failure, or a call the kernel did not complete inline, the ring
+  // makes every call as a plain system call (logged once).
+  bool broken() const { return broken_; }
+
+  // Tests: every io_uring_enter of this thread fails with this errno (0: none).
+  static thread_local int fail_enters_errno;
+  // Tests: queue calls without MSG_DONTWAIT, as a kernel that does not honour it would
+  // behave (the ring must notice, cancel them and fall back).
+  void set_dontwait_for_test(bool on) { dontwait_ = on; }
 
  private:
   friend class RingOp;
@@ -114,14 +123,24 @@ class Ring {
     size_t len;
     const msghdr* msg;
   };
+  static constexpr uint64_t kCancelTag = uint64_t{1} << 63;
   Ring() = default;
+  // Empty when the running kernel completes MSG_DONTWAIT calls inline; else why not.
+  std::string probe();
   void push(const Entry& e);
   void forget(uint32_t slot);
   // Runs the queued calls (moved to done_), each op marked kDone with its result.
   void perform();
   void perform_direct(Entry& e);
-  // Submits done_[from, to) and reaps their completions.
+  int enter(unsigned to_submit, unsigned min_complete, unsigned flags);
+  // Writes submission entries for done_[from, to) and publishes them.
+  void fill(size_t from, size_t to);
+  // Takes the completions posted so far for this round's done_[from, to).
+  unsigned reap(size_t from, size_t to);
+  // Submits done_[from, to), reaps their completions, makes the rest the plain way.
   void submit_chunk(size_t from, size_t to);
+  void cancel_in_flight(size_t from, size_t to);
+  void set_broken(const std::string& why);
   static void drive(IoHandler* h);
 
   int fd_ = -1;
@@ -144,6 +163,9 @@ class Ring {
   std::vector<Entry> queue_;  // queued calls; a forgotten one has op == nullptr
   size_t live_ = 0;           // entries of queue_ not forgotten
   std::vector<Entry> done_;   // the round being performed
+  uint32_t round_ = 0;        // in each entry's user_data, so a stale completion is ignored
+  bool broken_ = false;
+  bool dontwait_ = true;
   RingStats stats_;
 };
 

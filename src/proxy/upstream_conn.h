@@ -40,6 +40,8 @@ class UpstreamConn : public io::IoHandler {
   // The peer's FIN is queued behind the data: a short read must not be taken as "drained",
   // since no further edge will come to report the EOF.
   bool fin = false;
+  // A read ended in an error (a reset), not a clean FIN: a body read until close is cut.
+  bool failed = false;
   uint32_t requests = 0;  // requests sent on this connection
   // A read queued on the loop's ring (io/ring.h), and the room it was given.
   io::RingOp rd_op;

@@ -66,7 +66,7 @@ void ClientConn::on_upstream_event() { drive(); }
 
 void ClientConn::on_drain() {
   keep_alive_ = false;
-  if (state_ == State::kReadHead && in_.empty()) {
+  if (state_ == State::kReadHead && in_.empty() && rd_op_.idle()) {  // not a request arriving
     close_now();
     drive();
   }
@@ -192,13 +192,17 @@ ClientConn::Step ClientConn::read_head() {
       return Step::kProgress;
     }
   }
-  if (client_eof_ || (w_.draining() && in_.empty())) {
+  if (client_eof_ || (w_.draining() && in_.empty() && rd_op_.idle())) {
     close_now();
     return Step::kProgress;
   }
   bool was_empty = in_.empty();
   bool eof = false;
   Step s = read_client(&eof);
+  if (s == Step::kWait && w_.draining() && in_.empty() && rd_op_.idle()) {
+    close_now();  // the read a drain let finish brought nothing
+    return Step::kProgress;
+  }
   if (s == Step::kProgress && was_empty && !in_.empty()) {
     w_.idle_remove(this);
     arm_timer(w_.settings().header_timeout_ms);
@@ -277,7 +281,7 @@ void ClientConn::next_request() {
   admin_.reset();  // an admin answer's body was sent from it
   req_body_ = http::BodyKind::kNone;
   req_body_done_ = true;
-  if (w_.draining() && in_.empty()) {
+  if (w_.draining() && in_.empty() && rd_op_.idle()) {
     close_now();
     return;
   }

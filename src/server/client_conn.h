@@ -51,6 +51,8 @@ class ClientConn : public io::IoHandler, public proxy::UpstreamOwner {
   bool idle = false;
   // Closes an idle connection to make room for a new one.
   void evict();
+  // A read is queued on the ring, or made and not yet looked at: a request may be arriving.
+  bool read_pending() const { return !rd_op_.idle(); }
   // The control thread's answer to the submitted admin request (Worker::on_admin_reply).
   void on_admin_reply(AdminResponse resp);
   // The plugin layer (Worker as plugin::Host): a hook suspended this request under `token`;

@@ -66,6 +66,7 @@ ClientConn::Step ClientConn::read_upstream(bool* eof) {
   }
   up_->readable = false;
   up_->hangup = true;
+  up_->failed = n < 0;
   *eof = true;
   return Step::kProgress;
 }
@@ -277,7 +278,7 @@ ClientConn::Step ClientConn::send_response() {
       bool eof = false;
       Step s = read_upstream(&eof);
       if (eof) {
-        if (resp_body_ == http::BodyKind::kUntilClose) {
+        if (resp_body_ == http::BodyKind::kUntilClose && !up_->failed) {
           resp_done_ = true;
           continue;
         }

@@ -171,7 +171,7 @@ bool Worker::make_room(const ConnCounter* cap) {
   for (int looked = 0; c != nullptr && looked < 64; ++looked) {
     ClientConn* next = c->idle_next;
     bool helps = cap == nullptr || !cap->full() || c->cap() == cap;
-    if (helps) {
+    if (helps && !c->read_pending()) {  // one whose request is being read is not idle
       c->evict();
       if (!at_cap(cap)) {
         return true;

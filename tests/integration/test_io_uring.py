@@ -12,7 +12,10 @@ show that the batches were used.
 import ctypes
 import os
 import re
+import socket
+import struct
 import threading
+import time
 import zlib
 
 import pytest
@@ -135,6 +138,37 @@ def test_many_clients_at_once(make_gateway, upstream, mode):
     for t in threads:
         t.join(60)
     assert not errors
+
+
+class ResetMidBody:
+    """A body read until close (no Content-Length), cut by a reset."""
+
+    def handle(self, up, conn, req):
+        conn.send(b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\n\r\npartial body")
+        time.sleep(0.2)
+        conn.sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        return False
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_reset_does_not_end_a_body_read_until_close(make_gateway, upstream, mode):
+    # A FIN ends such a body; a reset cuts it. The client (HTTP/1.1, so the body is re-framed
+    # as chunked) must not get the last chunk that would make the cut body look whole.
+    gw = gateway(make_gateway, upstream, mode)
+    upstream.route("/cut", ResetMidBody())
+    with socket.create_connection(("127.0.0.1", gw.port), timeout=10) as s:
+        s.sendall(build_request("GET", "/cut"))
+        raw = b""
+        while True:
+            piece = s.recv(65536)
+            if not piece:
+                break
+            raw += piece
+    head, _, body = raw.partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 200"), raw
+    assert b"transfer-encoding: chunked" in head.lower(), raw
+    assert b"partial body" in body, raw
+    assert not body.endswith(b"0\r\n\r\n"), "a cut body was ended as if whole: %r" % raw
 
 
 def test_calls_are_batched_where_the_kernel_allows(make_gateway, make_upstream):

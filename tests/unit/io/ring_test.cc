@@ -7,6 +7,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <cstring>
 #include <functional>
 #include <string>
 #include <vector>
@@ -279,7 +280,11 @@ TEST(RingTest, OutboxWritesThroughTheRingResumeAfterPartialWrites) {
   out.add(head);
   out.add(body);
   out.add("|END");
-  Handler h;
+  Handler h, other_h;
+  RingOp other;
+  char scratch;
+  int idle[2];
+  ASSERT_EQ(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, idle), 0);
   std::string received;
   std::vector<char> buf(65536);
   int err = 0;
@@ -293,7 +298,11 @@ TEST(RingTest, OutboxWritesThroughTheRingResumeAfterPartialWrites) {
     if (r == Outbox::Result::kQueued) {
       ++queued;
       EXPECT_EQ(out.flush(sv[0], &err, ring.get(), &h), Outbox::Result::kQueued);
+      // A second call in the round (a read of an empty socket), so that the write goes
+      // through io_uring rather than the one-call shortcut.
+      ring->queue_recv(&other, &other_h, idle[1], &scratch, 1);
       ring->run(always);
+      EXPECT_EQ(other.take(), -EAGAIN);
       continue;
     }
     ASSERT_EQ(r, Outbox::Result::kBlocked);
@@ -312,8 +321,12 @@ TEST(RingTest, OutboxWritesThroughTheRingResumeAfterPartialWrites) {
   EXPECT_EQ(h.calls, queued);
   EXPECT_TRUE(out.empty());
   EXPECT_EQ(received, head + body + "|END");
+  EXPECT_EQ(ring->stats().batched_calls, 2u * static_cast<uint64_t>(queued));
+  EXPECT_EQ(ring->stats().direct_calls, 0u);
   close(sv[0]);
   close(sv[1]);
+  close(idle[0]);
+  close(idle[1]);
 }
 
 TEST(RingTest, ClearingAnOutboxCancelsItsQueuedWrite) {
@@ -341,13 +354,12 @@ TEST(RingTest, TheLoopRunsQueuedCallsAfterItsEvents) {
   if (!loop.enable_ring(&why)) {
     GTEST_SKIP() << "io_uring is not usable here: " << why;
   }
-  // A handler that, on its socket's readiness, queues a read; the loop makes it before it
-  // waits again and drives the handler with the bytes.
-  int sv[2];
-  ASSERT_EQ(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, sv), 0);
+  // Handlers that, on their socket's readiness, queue a read; the loop makes both in one
+  // enter before it waits again, and drives each handler with its bytes.
   struct Reader : IoHandler {
     EventLoop* loop;
     int fd;
+    int* left;
     RingOp op;
     char buf[16];
     std::string got;
@@ -356,7 +368,9 @@ TEST(RingTest, TheLoopRunsQueuedCallsAfterItsEvents) {
         int n = op.take();
         if (n > 0) {
           got.append(buf, static_cast<size_t>(n));
-          loop->stop();
+          if (--*left == 0) {
+            loop->stop();
+          }
         }
         return;
       }
@@ -364,16 +378,121 @@ TEST(RingTest, TheLoopRunsQueuedCallsAfterItsEvents) {
         loop->ring()->queue_recv(&op, this, fd, buf, sizeof(buf));
       }
     }
-  } reader;
-  reader.loop = &loop;
-  reader.fd = sv[1];
-  ASSERT_TRUE(loop.add(sv[1], &reader));
-  ASSERT_EQ(write(sv[0], "hello", 5), 5);
+  };
+  int left = 2;
+  int s1[2], s2[2];
+  ASSERT_EQ(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, s1), 0);
+  ASSERT_EQ(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, s2), 0);
+  Reader r1, r2;
+  r1.loop = r2.loop = &loop;
+  r1.left = r2.left = &left;
+  r1.fd = s1[1];
+  r2.fd = s2[1];
+  ASSERT_TRUE(loop.add(s1[1], &r1));
+  ASSERT_TRUE(loop.add(s2[1], &r2));
+  ASSERT_EQ(write(s1[0], "hello", 5), 5);
+  ASSERT_EQ(write(s2[0], "world", 5), 5);
   loop.run();
-  EXPECT_EQ(reader.got, "hello");
-  loop.remove(sv[1]);
-  close(sv[0]);
-  close(sv[1]);
+  EXPECT_EQ(r1.got, "hello");
+  EXPECT_EQ(r2.got, "world");
+  EXPECT_EQ(loop.ring()->stats().batched_calls, 2u);
+  EXPECT_EQ(loop.ring()->stats().enters, 1u);
+  loop.remove(s1[1]);
+  loop.remove(s2[1]);
+  for (int fd : {s1[0], s1[1], s2[0], s2[1]}) {
+    close(fd);
+  }
+}
+
+// Two sockets, each with `data` waiting to be read.
+struct Loaded {
+  int a[2], b[2];
+  explicit Loaded(const char* data) {
+    EXPECT_EQ(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, a), 0);
+    EXPECT_EQ(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, b), 0);
+    put(data);
+  }
+  void put(const char* data) {
+    size_t n = strlen(data);
+    EXPECT_EQ(write(a[0], data, n), static_cast<ssize_t>(n));
+    EXPECT_EQ(write(b[0], data, n), static_cast<ssize_t>(n));
+  }
+  ~Loaded() {
+    for (int fd : {a[0], a[1], b[0], b[1]}) {
+      close(fd);
+    }
+  }
+};
+
+TEST(RingTest, AFailedEnterBreaksTheRingForGood) {
+  RING_OR_SKIP(ring);
+  Loaded s("first");
+  char b1[16] = {}, b2[16] = {};
+  RingOp o1, o2;
+  Handler h;
+  Ring::fail_enters_errno = ENOMEM;
+  ring->queue_recv(&o1, &h, s.a[1], b1, sizeof(b1));
+  ring->queue_recv(&o2, &h, s.b[1], b2, sizeof(b2));
+  ring->run(always);
+  Ring::fail_enters_errno = 0;
+  // The calls were made the plain way, and the ring is not used again: its submission
+  // entries name this round's buffers and must never run.
+  EXPECT_TRUE(ring->broken());
+  EXPECT_EQ(o1.take(), 5);
+  EXPECT_EQ(o2.take(), 5);
+  EXPECT_EQ(std::string(b1, 5), "first");
+  EXPECT_EQ(ring->stats().direct_calls, 2u);
+
+  s.put("later");
+  char c1[16] = {}, c2[16] = {};
+  ring->queue_recv(&o1, &h, s.a[1], c1, sizeof(c1));
+  ring->queue_recv(&o2, &h, s.b[1], c2, sizeof(c2));
+  ring->run(always);
+  EXPECT_EQ(o1.take(), 5);
+  EXPECT_EQ(o2.take(), 5);
+  EXPECT_EQ(std::string(c1, 5), "later");
+  EXPECT_EQ(std::string(c2, 5), "later");
+  EXPECT_EQ(std::string(b1, 5), "first") << "a stale submission ran";
+  EXPECT_EQ(std::string(b2, 5), "first") << "a stale submission ran";
+  EXPECT_EQ(ring->stats().direct_calls, 4u);
+}
+
+TEST(RingTest, CreateFailsWhereEnterIsForbidden) {
+  std::string why;
+  if (!Ring::create(8, &why)) {
+    GTEST_SKIP() << "io_uring is not usable here: " << why;
+  }
+  Ring::fail_enters_errno = EPERM;  // as a seccomp filter that allows only io_uring_setup
+  std::unique_ptr<Ring> r = Ring::create(8, &why);
+  Ring::fail_enters_errno = 0;
+  EXPECT_EQ(r, nullptr);
+  EXPECT_NE(why.find("io_uring_enter"), std::string::npos) << why;
+}
+
+TEST(RingTest, CallsNotCompletedInlineAreCancelledAndMadeThePlainWay) {
+  RING_OR_SKIP(ring);
+  // Without MSG_DONTWAIT io_uring waits for data: what a kernel that ignored the flag would
+  // do. run() must not block; it cancels the calls, makes them as plain system calls and
+  // stops using the ring.
+  ring->set_dontwait_for_test(false);
+  Loaded s("");
+  char b1[16] = {}, b2[16] = {};
+  RingOp o1, o2;
+  Handler h;
+  ring->queue_recv(&o1, &h, s.a[1], b1, sizeof(b1));
+  ring->queue_recv(&o2, &h, s.b[1], b2, sizeof(b2));
+  ring->run(always);
+  EXPECT_TRUE(ring->broken());
+  EXPECT_EQ(o1.take(), -EAGAIN);
+  EXPECT_EQ(o2.take(), -EAGAIN);
+  EXPECT_EQ(h.calls, 2);
+  // The cancelled reads are gone: bytes sent now stay in the sockets.
+  s.put("after");
+  char buf[16];
+  EXPECT_EQ(recv(s.a[1], buf, sizeof(buf), MSG_DONTWAIT), 5);
+  EXPECT_EQ(recv(s.b[1], buf, sizeof(buf), MSG_DONTWAIT), 5);
+  EXPECT_EQ(b1[0], 0);
+  EXPECT_EQ(b2[0], 0);
 }
 
 }  // namespace
