@@ -206,13 +206,11 @@ void Ring::forget(uint32_t slot) {
 void Ring::drive(IoHandler* h) { h->on_io(0); }
 
 void Ring::perform() {
-  done_.clear();
-  for (const Entry& e : queue_) {
-    if (e.op != nullptr) {
-      done_.push_back(e);
-    }
-  }
+  done_.swap(queue_);
   queue_.clear();
+  if (live_ != done_.size()) {
+    std::erase_if(done_, [](const Entry& e) { return e.op == nullptr; });
+  }
   live_ = 0;
   if (done_.size() == 1 || broken_) {
     for (Entry& e : done_) {

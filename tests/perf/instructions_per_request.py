@@ -58,12 +58,13 @@ def control(*args):
     subprocess.run(["callgrind_control"] + list(args), check=True, capture_output=True)
 
 
-def measure(binary, up_port, d, name, plugins, requests):
+def measure(binary, up_port, d, name, plugins, requests, io_uring="auto"):
     sd = os.path.join(d, name)
     os.makedirs(sd)
     port = free_port()
     with open(os.path.join(sd, "config.yaml"), "w") as f:
         f.write(SLUICE_CONFIG.format(port=port, metrics_port=free_port()))
+        f.write("sluice:\n  io_uring: %s\n" % io_uring)
     with open(os.path.join(sd, "apisix.yaml"), "w") as f:
         f.write(SLUICE_ROUTES.format(up_port=up_port, plugins=plugins))
     out = os.path.join(sd, "callgrind.out.%p")
@@ -103,6 +104,8 @@ def measure(binary, up_port, d, name, plugins, requests):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--requests", type=int, default=2000)
+    ap.add_argument("--io-uring", default="auto", choices=["auto", "off"],
+                    help="sluice.io_uring for both gateways (default auto)")
     ap.add_argument("--keep", action="store_true",
                     help="keep the callgrind files (callgrind_annotate them) in the temp dir")
     ap.add_argument("--sluice", default=os.environ.get("SLUICE_BIN",
@@ -112,8 +115,10 @@ def main():
     up_port = free_port()
     upstream = start_nginx("upstream", NGINX_UPSTREAM.format(dir=d, port=up_port), up_port, d)
     try:
-        s1 = measure(args.sluice, up_port, d, "scenario1", "", args.requests)
-        s2 = measure(args.sluice, up_port, d, "scenario2", SCENARIO2_PLUGINS, args.requests)
+        s1 = measure(args.sluice, up_port, d, "scenario1", "", args.requests,
+                     args.io_uring)
+        s2 = measure(args.sluice, up_port, d, "scenario2", SCENARIO2_PLUGINS, args.requests,
+                     args.io_uring)
     finally:
         upstream.stop()
         if args.keep:
