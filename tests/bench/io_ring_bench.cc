@@ -54,6 +54,13 @@ struct Pairs {
   }
 };
 
+// The 200-byte write every connection gets.
+struct Message {
+  std::string text = std::string(200, 'x');
+  iovec iov{text.data(), text.size()};
+  msghdr mh{nullptr, 0, &iov, 1, nullptr, 0, 0};
+};
+
 struct Nop : IoHandler {
   void on_io(uint32_t) override {}
 };
@@ -63,15 +70,11 @@ bool always(IoHandler*) { return true; }
 void BM_WriteReadPlainSyscalls(benchmark::State& state) {
   int k = static_cast<int>(state.range(0));
   Pairs p(k);
-  std::string msg(200, 'x');
-  iovec iov{msg.data(), msg.size()};
-  msghdr mh{};
-  mh.msg_iov = &iov;
-  mh.msg_iovlen = 1;
+  Message m;
   char buf[4096];
   for (auto _ : state) {
     for (int i = 0; i < k; ++i) {
-      benchmark::DoNotOptimize(sendmsg(p.a[i], &mh, MSG_NOSIGNAL));
+      benchmark::DoNotOptimize(sendmsg(p.a[i], &m.mh, MSG_NOSIGNAL));
     }
     for (int i = 0; i < k; ++i) {
       benchmark::DoNotOptimize(recv(p.b[i], buf, sizeof(buf), 0));
@@ -89,17 +92,13 @@ void BM_WriteReadRing(benchmark::State& state) {
     return;
   }
   Pairs p(k);
-  std::string msg(200, 'x');
-  iovec iov{msg.data(), msg.size()};
-  msghdr mh{};
-  mh.msg_iov = &iov;
-  mh.msg_iovlen = 1;
+  Message m;
   std::vector<RingOp> ops(static_cast<size_t>(k));
   std::vector<std::string> bufs(static_cast<size_t>(k), std::string(4096, '\0'));
   Nop h;
   for (auto _ : state) {
     for (int i = 0; i < k; ++i) {
-      ring->queue_sendmsg(&ops[i], &h, p.a[i], &mh);
+      ring->queue_sendmsg(&ops[i], &h, p.a[i], &m.mh);
     }
     ring->run(always);
     for (int i = 0; i < k; ++i) {
