@@ -7,14 +7,16 @@
 
 #include <atomic>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
+#include <ctime>
 
 #include "common/log.h"
 #include "io/event_loop.h"
 
 namespace sluice::io {
 
-thread_local int Ring::fail_enters_errno = 0;
+thread_local Ring::EnterFaults Ring::faults_for_test;
 
 namespace {
 
@@ -219,7 +221,14 @@ void Ring::perform() {
     return;
   }
   for (size_t from = 0; from < done_.size(); from += sq_entries_) {
-    submit_chunk(from, std::min(done_.size(), from + sq_entries_));
+    size_t to = std::min(done_.size(), from + sq_entries_);
+    if (broken_) {  // an earlier chunk broke the ring
+      for (size_t i = from; i < to; ++i) {
+        perform_direct(done_[i]);
+      }
+    } else {
+      submit_chunk(from, to);
+    }
   }
 }
 
@@ -236,9 +245,17 @@ void Ring::perform_direct(Entry& e) {
 
 int Ring::enter(unsigned to_submit, unsigned min_complete, unsigned flags) {
   ++stats_.enters;
-  if (fail_enters_errno != 0) {
-    errno = fail_enters_errno;
+  EnterFaults& f = faults_for_test;
+  if (f.failures > 0 && f.ok_before == 0) {
+    --f.failures;
+    errno = f.err;
     return -1;
+  }
+  if (f.ok_before > 0) {
+    --f.ok_before;
+  }
+  if (f.submit_at_most != 0) {
+    to_submit = std::min(to_submit, f.submit_at_most);
   }
   return sys_enter(fd_, to_submit, min_complete, flags);
 }
@@ -302,9 +319,11 @@ void Ring::set_broken(const std::string& why) {
 
 void Ring::submit_chunk(size_t from, size_t to) {
   round_ = (round_ + 1) & 0x7fffffff;
+  unsigned first = *sq_tail_;  // the chunk's entries are first, first + 1, ... in the ring
   fill(from, to);
   auto want = static_cast<unsigned>(to - from);
   unsigned submitted = 0;
+  unsigned reaped = 0;
   int transient = 0;
   while (submitted < want) {
     int r = enter(want - submitted, 0, 0);
@@ -312,42 +331,52 @@ void Ring::submit_chunk(size_t from, size_t to) {
       submitted += static_cast<unsigned>(r);
       continue;
     }
-    if (r < 0 && errno == EINTR) {
+    if (r < 0 && (errno == EINTR || errno == EAGAIN || errno == EBUSY) && ++transient <= 8) {
+      reaped += reap(from, to);  // the kernel is short of requests or completion room for now
       continue;
     }
-    if (r < 0 && (errno == EAGAIN || errno == EBUSY) && ++transient <= 3) {
-      reap(from, to);  // the kernel is short of requests or completion room for now
-      continue;
-    }
-    // Entries submitted to a broken ring would be picked up by a later enter, with this
+    // Entries left in the submission ring would be picked up by a later enter, with this
     // round's pointers: no later enter is made.
     set_broken(r == 0 ? std::string("io_uring_enter submitted nothing")
                       : std::string("io_uring_enter: ") + strerror(errno));
     break;
   }
-  unsigned reaped = reap(from, to);
+  reaped += reap(from, to);
   stats_.batched_calls += reaped;
   if (reaped < submitted) {
     // A call the kernel did not complete inline (create() checked that it does) would still
     // write into its buffer: cancel each, and wait for the cancellations, which complete at
     // once for a call that waits for its socket.
-    cancel_in_flight(from, to);
+    cancel_in_flight(from, to, first, submitted);
   }
   for (size_t i = from; i < to; ++i) {
-    if (done_[i].op->state_ != RingOp::State::kDone) {
+    RingOp* op = done_[i].op;
+    if (op->state_ != RingOp::State::kDone) {
       perform_direct(done_[i]);  // not submitted
-    } else if (done_[i].op->result_ == -ECANCELED) {
-      perform_direct(done_[i]);  // cancelled before it ran
+    } else if (i < from + submitted && (op->result_ == -ECANCELED || op->result_ == -EINTR) &&
+               broken_) {
+      perform_direct(done_[i]);  // stopped by the cancellation before it moved a byte
     }
   }
 }
 
-void Ring::cancel_in_flight(size_t from, size_t to) {
+void Ring::cancel_in_flight(size_t from, size_t to, unsigned first, unsigned submitted) {
   set_broken("a call was not completed inline");
   auto* sqes = static_cast<io_uring_sqe*>(sqes_);
+  // The entries not submitted are still in the ring, ahead of anything written now: they
+  // become no-ops (made the plain way by the caller), so the next enter cannot run them.
+  unsigned pending = static_cast<unsigned>(to - from) - submitted;
+  for (unsigned k = 0; k < pending; ++k) {
+    io_uring_sqe& s = sqes[(first + submitted + k) & sq_mask_];
+    std::memset(&s, 0, sizeof(s));
+    s.opcode = IORING_OP_NOP;
+    s.user_data = kCancelTag;
+  }
+  // One cancellation per submitted call still in flight; with the no-ops they fit the ring
+  // (pending + in flight <= the chunk <= its entries).
   unsigned tail = *sq_tail_;
-  unsigned n = 0;
-  for (size_t i = from; i < to; ++i) {
+  unsigned cancels = 0;
+  for (size_t i = from; i < from + submitted; ++i) {
     if (done_[i].op->state_ == RingOp::State::kDone) {
       continue;
     }
@@ -360,37 +389,38 @@ void Ring::cancel_in_flight(size_t from, size_t to) {
     s.user_data = kCancelTag;
     sq_array_[idx] = idx;
     ++tail;
-    ++n;
+    ++cancels;
   }
   store_release(sq_tail_, tail);
-  auto missing = [&] {
-    for (size_t i = from; i < to; ++i) {
+  auto in_flight = [&] {
+    for (size_t i = from; i < from + submitted; ++i) {
       if (done_[i].op->state_ != RingOp::State::kDone) {
         return true;
       }
     }
     return false;
   };
-  unsigned to_submit = n;
-  for (int tries = 0; missing() && tries < 1000; ++tries) {
-    int r = sys_enter(fd_, to_submit, 1, IORING_ENTER_GETEVENTS);
-    if (r > 0) {
-      to_submit -= std::min(to_submit, static_cast<unsigned>(r));
-    } else if (r < 0 && errno != EINTR && errno != EAGAIN && errno != EBUSY) {
-      break;
-    }
-    reap(from, to);
-  }
-  if (missing()) {
-    // Nothing more can be done safely for these buffers: keep the connections from using
-    // them (the calls fail) and never enter again.
-    SLUICE_LOG(kCrit, "io_uring: calls still in flight after cancellation");
-    for (size_t i = from; i < to; ++i) {
-      if (done_[i].op->state_ != RingOp::State::kDone) {
-        done_[i].op->result_ = -EIO;
-        done_[i].op->state_ = RingOp::State::kDone;
+  // Submit without waiting, then look for the completions: bounded to about a second, and
+  // never a wait that cannot end.
+  unsigned to_submit = pending + cancels;
+  for (int tries = 0; in_flight() && tries < 1000; ++tries) {
+    if (to_submit > 0) {
+      int r = sys_enter(fd_, to_submit, 0, 0);
+      if (r > 0) {
+        to_submit -= std::min(to_submit, static_cast<unsigned>(r));
       }
     }
+    reap(from, to);
+    if (in_flight()) {
+      timespec ms{0, 1000000};
+      nanosleep(&ms, nullptr);
+    }
+  }
+  if (in_flight()) {
+    // The kernel may still write into these calls' buffers, which their connections would
+    // hand back to the worker's free lists: stop here rather than corrupt memory.
+    SLUICE_LOG(kCrit, "io_uring: calls still in flight a second after cancellation; aborting");
+    std::abort();
   }
 }
 

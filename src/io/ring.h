@@ -106,8 +106,16 @@ class Ring {
   // makes every call as a plain system call (logged once).
   bool broken() const { return broken_; }
 
-  // Tests: every io_uring_enter of this thread fails with this errno (0: none).
-  static thread_local int fail_enters_errno;
+  // Tests: faults injected into this thread's io_uring_enter calls. After `ok_before`
+  // enters, the next `failures` fail with `err`; `submit_at_most` (0: no cap) limits what one
+  // enter submits, as a kernel short of requests does.
+  struct EnterFaults {
+    int ok_before = 0;
+    int failures = 0;
+    int err = 0;
+    unsigned submit_at_most = 0;
+  };
+  static thread_local EnterFaults faults_for_test;
   // Tests: queue calls without MSG_DONTWAIT, as a kernel that does not honour it would
   // behave (the ring must notice, cancel them and fall back).
   void set_dontwait_for_test(bool on) { dontwait_ = on; }
@@ -139,7 +147,9 @@ class Ring {
   unsigned reap(size_t from, size_t to);
   // Submits done_[from, to), reaps their completions, makes the rest the plain way.
   void submit_chunk(size_t from, size_t to);
-  void cancel_in_flight(size_t from, size_t to);
+  // After a submission that left calls in flight: the entries [first + submitted, ...) not
+  // yet submitted become no-ops, the calls in flight are cancelled and waited for.
+  void cancel_in_flight(size_t from, size_t to, unsigned first, unsigned submitted);
   void set_broken(const std::string& why);
   static void drive(IoHandler* h);
 

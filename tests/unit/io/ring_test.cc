@@ -7,6 +7,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <array>
 #include <cstring>
 #include <functional>
 #include <string>
@@ -366,11 +367,11 @@ TEST(RingTest, AFailedEnterBreaksTheRingForGood) {
   char b1[16] = {}, b2[16] = {};
   RingOp o1, o2;
   Handler h;
-  Ring::fail_enters_errno = ENOMEM;
+  Ring::faults_for_test = {.failures = 1000, .err = ENOMEM};
   ring->queue_recv(&o1, &h, s.a[1], b1, sizeof(b1));
   ring->queue_recv(&o2, &h, s.b[1], b2, sizeof(b2));
   ring->run(always);
-  Ring::fail_enters_errno = 0;
+  Ring::faults_for_test = {};
   // The calls were made the plain way, and the ring is not used again: its submission
   // entries name this round's buffers and must never run.
   EXPECT_TRUE(ring->broken());
@@ -398,9 +399,10 @@ TEST(RingTest, CreateFailsWhereEnterIsForbidden) {
   if (!Ring::create(8, &why)) {
     GTEST_SKIP() << "io_uring is not usable here: " << why;
   }
-  Ring::fail_enters_errno = EPERM;  // as a seccomp filter that allows only io_uring_setup
+  // As a seccomp filter that allows only io_uring_setup.
+  Ring::faults_for_test = {.failures = 1000, .err = EPERM};
   std::unique_ptr<Ring> r = Ring::create(8, &why);
-  Ring::fail_enters_errno = 0;
+  Ring::faults_for_test = {};
   EXPECT_EQ(r, nullptr);
   EXPECT_NE(why.find("io_uring_enter"), std::string::npos) << why;
 }
@@ -429,6 +431,114 @@ TEST(RingTest, CallsNotCompletedInlineAreCancelledAndMadeThePlainWay) {
   EXPECT_EQ(recv(s.b[1], buf, sizeof(buf), MSG_DONTWAIT), 5);
   EXPECT_EQ(b1[0], 0);
   EXPECT_EQ(b2[0], 0);
+}
+
+TEST(RingTest, APartialSubmitAndABriefShortageAreNotBreakage) {
+  RING_OR_SKIP(ring);
+  // The kernel takes one entry an enter, and refuses the second enter with EAGAIN once.
+  std::vector<Loaded> socks;
+  socks.reserve(4);
+  for (int i = 0; i < 2; ++i) {
+    socks.emplace_back("data");
+  }
+  char bufs[4][8] = {};
+  RingOp ops[4];
+  Handler h;
+  int fds[4] = {socks[0].a[1], socks[0].b[1], socks[1].a[1], socks[1].b[1]};
+  for (int i = 0; i < 4; ++i) {
+    ring->queue_recv(&ops[i], &h, fds[i], bufs[i], sizeof(bufs[i]));
+  }
+  Ring::faults_for_test = {.ok_before = 1, .failures = 1, .err = EAGAIN, .submit_at_most = 1};
+  ring->run(always);
+  Ring::faults_for_test = {};
+  EXPECT_FALSE(ring->broken());
+  for (int i = 0; i < 4; ++i) {
+    EXPECT_EQ(ops[i].take(), 4) << i;
+    EXPECT_EQ(std::string(bufs[i], 4), "data");
+  }
+  EXPECT_EQ(ring->stats().batched_calls, 4u);
+  EXPECT_EQ(ring->stats().direct_calls, 0u);
+}
+
+TEST(RingTest, ABreakInTheFirstChunkLeavesNothingToRunTwice) {
+  std::string why;
+  std::unique_ptr<Ring> ring = Ring::create(8, &why);  // 8 entries: 9 calls make two chunks
+  if (!ring) {
+    GTEST_SKIP() << "io_uring is not usable here: " << why;
+  }
+  constexpr int kCalls = 9;
+  std::vector<std::array<int, 2>> sv(kCalls);
+  std::vector<std::string> msgs;
+  std::vector<iovec> iov(kCalls);
+  std::vector<msghdr> mh(kCalls);
+  std::vector<RingOp> ops(kCalls);
+  Handler h;
+  for (int i = 0; i < kCalls; ++i) {
+    ASSERT_EQ(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, sv[i].data()), 0);
+    msgs.push_back("m" + std::to_string(i) + ";");
+  }
+  for (int i = 0; i < kCalls; ++i) {
+    mh[i] = one_iov(&iov[i], msgs[i]);
+    ring->queue_sendmsg(&ops[i], &h, sv[i][0], &mh[i]);
+  }
+  // Two entries go in, then one enter fails (later ones would work): the ring is broken, and
+  // the second chunk must not be submitted behind the first one's leftover entries.
+  Ring::faults_for_test = {.ok_before = 1, .failures = 1, .err = ENOMEM, .submit_at_most = 2};
+  ring->run(always);
+  Ring::faults_for_test = {};
+  EXPECT_TRUE(ring->broken());
+  // A later round (plain calls now) must not make the first round's leftover entries run.
+  std::string more = "x";
+  iovec mi;
+  msghdr mm = one_iov(&mi, more);
+  RingOp a, b;
+  ring->queue_sendmsg(&a, &h, sv[0][0], &mm);
+  ring->queue_sendmsg(&b, &h, sv[1][0], &mm);
+  ring->run(always);
+  for (int i = 0; i < kCalls; ++i) {
+    EXPECT_EQ(ops[i].take(), static_cast<int>(msgs[i].size())) << i;
+    char buf[64];
+    ssize_t n = recv(sv[i][1], buf, sizeof(buf), MSG_DONTWAIT);
+    std::string want = msgs[i] + (i < 2 ? "x" : "");
+    ASSERT_GT(n, 0) << i;
+    EXPECT_EQ(std::string(buf, static_cast<size_t>(n)), want) << "sent twice or lost: " << i;
+    close(sv[i][0]);
+    close(sv[i][1]);
+  }
+}
+
+TEST(RingTest, InFlightCallsAfterAPartialSubmitAreCancelled) {
+  RING_OR_SKIP(ring);
+  ring->set_dontwait_for_test(false);  // submitted reads wait for data, as in flight
+  std::vector<Loaded> socks;
+  socks.reserve(2);
+  for (int i = 0; i < 2; ++i) {
+    socks.emplace_back("");
+  }
+  char bufs[4][8] = {};
+  RingOp ops[4];
+  Handler h;
+  int fds[4] = {socks[0].a[1], socks[0].b[1], socks[1].a[1], socks[1].b[1]};
+  for (int i = 0; i < 4; ++i) {
+    ring->queue_recv(&ops[i], &h, fds[i], bufs[i], sizeof(bufs[i]));
+  }
+  // Two go in (and wait); every later enter is refused: two entries stay in the ring.
+  Ring::faults_for_test = {.ok_before = 1, .failures = 1000, .err = EAGAIN, .submit_at_most = 2};
+  ring->run(always);  // must return: cancels, no-ops for the rest, plain calls
+  Ring::faults_for_test = {};
+  EXPECT_TRUE(ring->broken());
+  for (int i = 0; i < 4; ++i) {
+    EXPECT_EQ(ops[i].take(), -EAGAIN) << i;
+  }
+  socks[0].put("late");
+  socks[1].put("late");
+  char buf[8];
+  for (int fd : fds) {
+    EXPECT_EQ(recv(fd, buf, sizeof(buf), MSG_DONTWAIT), 4) << "a cancelled read took the bytes";
+  }
+  for (auto& b : bufs) {
+    EXPECT_EQ(b[0], 0);
+  }
 }
 
 }  // namespace
