@@ -433,28 +433,32 @@ TEST(RingTest, CallsNotCompletedInlineAreCancelledAndMadeThePlainWay) {
   EXPECT_EQ(b2[0], 0);
 }
 
-TEST(RingTest, APartialSubmitAndABriefShortageAreNotBreakage) {
-  RING_OR_SKIP(ring);
-  // The kernel takes one entry an enter, and refuses the second enter with EAGAIN once.
-  std::vector<Loaded> socks;
-  socks.reserve(4);
-  for (int i = 0; i < 2; ++i) {
-    socks.emplace_back("data");
-  }
+// Four sockets, each holding `data`, with a read of each queued on `ring`.
+struct FourReads {
+  Loaded one, two;
+  int fds[4];
   char bufs[4][8] = {};
   RingOp ops[4];
   Handler h;
-  int fds[4] = {socks[0].a[1], socks[0].b[1], socks[1].a[1], socks[1].b[1]};
-  for (int i = 0; i < 4; ++i) {
-    ring->queue_recv(&ops[i], &h, fds[i], bufs[i], sizeof(bufs[i]));
+  FourReads(Ring& ring, const char* data)
+      : one(data), two(data), fds{one.a[1], one.b[1], two.a[1], two.b[1]} {
+    for (int i = 0; i < 4; ++i) {
+      ring.queue_recv(&ops[i], &h, fds[i], bufs[i], sizeof(bufs[i]));
+    }
   }
+};
+
+TEST(RingTest, APartialSubmitAndABriefShortageAreNotBreakage) {
+  RING_OR_SKIP(ring);
+  // The kernel takes one entry an enter, and refuses the second enter with EAGAIN once.
+  FourReads r(*ring, "data");
   Ring::faults_for_test = {.ok_before = 1, .failures = 1, .err = EAGAIN, .submit_at_most = 1};
   ring->run(always);
   Ring::faults_for_test = {};
   EXPECT_FALSE(ring->broken());
   for (int i = 0; i < 4; ++i) {
-    EXPECT_EQ(ops[i].take(), 4) << i;
-    EXPECT_EQ(std::string(bufs[i], 4), "data");
+    EXPECT_EQ(r.ops[i].take(), 4) << i;
+    EXPECT_EQ(std::string(r.bufs[i], 4), "data");
   }
   EXPECT_EQ(ring->stats().batched_calls, 4u);
   EXPECT_EQ(ring->stats().direct_calls, 0u);
@@ -510,33 +514,22 @@ TEST(RingTest, ABreakInTheFirstChunkLeavesNothingToRunTwice) {
 TEST(RingTest, InFlightCallsAfterAPartialSubmitAreCancelled) {
   RING_OR_SKIP(ring);
   ring->set_dontwait_for_test(false);  // submitted reads wait for data, as in flight
-  std::vector<Loaded> socks;
-  socks.reserve(2);
-  for (int i = 0; i < 2; ++i) {
-    socks.emplace_back("");
-  }
-  char bufs[4][8] = {};
-  RingOp ops[4];
-  Handler h;
-  int fds[4] = {socks[0].a[1], socks[0].b[1], socks[1].a[1], socks[1].b[1]};
-  for (int i = 0; i < 4; ++i) {
-    ring->queue_recv(&ops[i], &h, fds[i], bufs[i], sizeof(bufs[i]));
-  }
+  FourReads r(*ring, "");
   // Two go in (and wait); every later enter is refused: two entries stay in the ring.
   Ring::faults_for_test = {.ok_before = 1, .failures = 1000, .err = EAGAIN, .submit_at_most = 2};
   ring->run(always);  // must return: cancels, no-ops for the rest, plain calls
   Ring::faults_for_test = {};
   EXPECT_TRUE(ring->broken());
   for (int i = 0; i < 4; ++i) {
-    EXPECT_EQ(ops[i].take(), -EAGAIN) << i;
+    EXPECT_EQ(r.ops[i].take(), -EAGAIN) << i;
   }
-  socks[0].put("late");
-  socks[1].put("late");
+  r.one.put("late");
+  r.two.put("late");
   char buf[8];
-  for (int fd : fds) {
+  for (int fd : r.fds) {
     EXPECT_EQ(recv(fd, buf, sizeof(buf), MSG_DONTWAIT), 4) << "a cancelled read took the bytes";
   }
-  for (auto& b : bufs) {
+  for (auto& b : r.bufs) {
     EXPECT_EQ(b[0], 0);
   }
 }
