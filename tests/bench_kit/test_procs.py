@@ -7,12 +7,17 @@ import time
 from benchkit import machine, procs
 
 
-def test_pinning_needs_a_cpu_each_for_upstream_and_load():
-    assert procs.pin_plan(2, 1) is None
+def test_pinning_gives_each_its_cores_or_keeps_the_load_generator_apart():
     assert procs.pin_plan(3, 1) == {"gateway": [0], "upstream": [1], "load": [2]}
     assert procs.pin_plan(16, 4) == {"gateway": [0, 1, 2, 3], "upstream": [4],
                                      "load": list(range(5, 16))}
-    assert procs.pin_plan(5, 4) is None
+    # One core short of that: the upstream shares the gateway's, the generator has CPU 0.
+    assert procs.pin_plan(2, 1) == {"gateway": [1], "upstream": [1], "load": [0]}
+    assert procs.pin_plan(5, 4) == {"gateway": [1, 2, 3, 4], "upstream": [1, 2, 3, 4],
+                                    "load": [0]}
+    # Fewer still: nothing to keep apart.
+    assert procs.pin_plan(1, 1) is None
+    assert procs.pin_plan(4, 4) is None
 
 
 def test_cpu_seconds_counts_a_child_process_tree():
