@@ -15,7 +15,7 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from benchkit import load, sla
+from benchkit import load, procs, sla
 from benchkit.procs import Process, free_port
 
 # These runs measure latency and capacity: they run alone, after the parallel part of the
@@ -115,10 +115,24 @@ def test_full_kit_run_with_every_peer_type(tmp_path, peer_sluice):
             assert s["median"]["rps"] > 0
             assert s["spread"]["rps"][0] <= s["median"]["rps"] <= s["spread"]["rps"][1]
             assert s["sla"] is None
+            # One fixed open-loop load for every target: half of nginx's closed-loop QPS.
+            fl = s["fixed_load"]
+            assert fl["rate"] == res["kit"]["fixed_load"]["rate"], name
+            assert len(fl["runs"]) == 2
+            for run in fl["runs"]:
+                assert run.get("error") is None, (name, run.get("error"))
+                assert run["errors"] == 0 and run["non2xx"] == 0
+                assert 0 < run["p50_ms"] <= run["p99_ms"]
+            assert fl["median"]["p99_ms"] > 0
+    nginx_qps = by_name["nginx"]["scenarios"]["1"]["median"]["rps"]
+    assert res["kit"]["fixed_load"] == {"reference": "nginx", "fraction": 0.5,
+                                        "rate": int(round(nginx_qps * 0.5))}
+    assert res["kit"]["pinning"] == procs.pin_plan(os.cpu_count(), 1)
 
     report = (out / "report.md").read_text()
     for name in by_name:
         assert re.search(r"^\| %s \|" % re.escape(name), report, re.M), name
+    assert "## Latency at a fixed load" in report
     for chart in ("qps.svg", "latency.svg"):
         ET.parse(out / chart)
 
@@ -184,6 +198,8 @@ def test_sla_search_finds_the_capacity_of_a_synthetic_server(tmp_path):
     (["--peer-admin", "x=http://127.0.0.1:1"], "no --peer of that name"),
     (["--peer", "noequals"], "expected NAME=VALUE"),
     (["--duration", "0"], "must be positive"),
+    (["--fixed-load-fraction", "0"], "--fixed-load-fraction"),
+    (["--fixed-load-fraction", "nan"], "--fixed-load-fraction"),
 ])
 def test_bad_options_are_refused(args, message):
     r = bench(*args, timeout=30)

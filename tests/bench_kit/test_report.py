@@ -468,3 +468,47 @@ def test_odd_names_and_empty_results(results, tmp_path):
     for p in paths[1:]:
         assert _bars(_read(p)) == []
     assert "# Sluice benchmark: unknown machine" in _read(paths[0])
+
+
+def _fixed(p99s, rate=15000):
+    runs = [{"achieved_rps": rate, "p50_ms": p / 3, "p99_ms": p, "p99.9_ms": p * 2,
+             "errors": 0, "non2xx": 0, "unsent": 0, "cpu_us_per_req": 20.0} for p in p99s]
+    p99s_sorted = sorted(p99s)
+    return {"rate": rate, "runs": runs,
+            "median": {"achieved_rps": rate, "p50_ms": p99s_sorted[1] / 3,
+                       "p99_ms": p99s_sorted[1], "p99.9_ms": p99s_sorted[1] * 2,
+                       "cpu_us_per_req": 20.0},
+            "spread": {"p99_ms": [p99s_sorted[0], p99s_sorted[-1]]}}
+
+
+def test_fixed_load_table_compares_p99_with_nginx(results, tmp_path):
+    results["kit"]["fixed_load"] = {"reference": "nginx", "fraction": 0.5, "rate": 15000}
+    by = {t["name"]: t for t in results["targets"]}
+    by["Sluice"]["scenarios"]["1"]["fixed_load"] = _fixed([0.5, 0.6, 0.8])
+    by["Sluice"]["scenarios"]["2"]["fixed_load"] = _fixed([0.9, 1.0, 1.1])
+    by["nginx"]["scenarios"]["1"]["fixed_load"] = _fixed([1.0, 1.2, 1.5])
+    by["Sluice"]["scenarios"]["2"]["fixed_load"]["runs"][0]["unsent"] = 7
+    text = _read(report.write_report(results, str(tmp_path))[0])
+    sec = _section(text, "## Latency at a fixed load")
+    assert "15,000 requests/s, 0.5 of nginx's closed-loop QPS in scenario 1" in sec
+    rows = [line for line in sec.splitlines() if line.startswith("| Sluice |")]
+    assert len(rows) == 2
+    cells = [c.strip() for c in rows[0].strip().strip("|").split(" | ")]
+    assert cells == ["Sluice", "1: no plugin", "15,000", "0.20", "0.60 (0.50\u20130.80)", "1.20",
+                     "0.50x", "0 / 0 / 0"]
+    cells = [c.strip() for c in rows[1].strip().strip("|").split(" | ")]
+    assert cells[1] == "2: no plugin" or cells[1].startswith("2:")
+    assert cells[6] == "0.83x"  # scenario 2 against nginx's scenario 1 p99, the same load
+    assert cells[7] == "0 / 0 / 7"
+    assert _table_row(sec, "nginx")[6] == "1.00x"
+
+
+def test_no_fixed_load_section_without_one(results, tmp_path):
+    text = _read(report.write_report(results, str(tmp_path))[0])
+    assert "Latency at a fixed load" not in text
+
+
+def test_a_fixed_load_that_is_not_an_object_is_refused(results):
+    results["targets"][0]["scenarios"]["1"]["fixed_load"] = [1, 2]
+    with pytest.raises(ValueError, match="fixed_load"):
+        report.validate_results(results)

@@ -24,7 +24,8 @@ The runner (``benchkit.runner``) writes::
              "command": "sluice bench ...", "duration_s": 5, "runs": 3,
              "connections": 16, "workers": 1, "sla_ms": 3.0,
              "load_generator": "wrk" | "builtin", "upstream": "nginx" | "builtin",
-             "pinning": null | {"gateway": [0], "upstream": [1], "load": [2, 3]}},
+             "pinning": null | {"gateway": [0], "upstream": [1], "load": [2, 3]},
+             "fixed_load": null | {"reference": "nginx", "fraction": 0.5, "rate": 15000}},
      "machine": {"label": "x86_64 Intel(R) Xeon(R) ... (2 cores)", "hostname": "...",
                  "cpu_model": "...", "arch": "x86_64" | "aarch64", "cores": 2,
                  "kernel": "6.1.0-...", "os": "Debian GNU/Linux 12 (bookworm)",
@@ -46,7 +47,14 @@ The runner (``benchkit.runner``) writes::
                                      "steps": [{"rate": 10000, "achieved_rps": 9990,
                                                 "p50_ms": .., "p99_ms": ..,
                                                 "p99.9_ms": .., "pass": true}, ...]}],
-                           "median_best_rate": 30000, "spread": [min, max]}
+                           "median_best_rate": 30000, "spread": [min, max]},
+            "fixed_load": null | {"rate": 15000,
+                                  "runs": [{"achieved_rps": .., "p50_ms": .., "p99_ms": ..,
+                                            "p99.9_ms": .., "errors": 0, "non2xx": 0,
+                                            "unsent": 0, "cpu_us_per_req": ..}, ...],
+                                  "median": {"achieved_rps", "p50_ms", "p99_ms",
+                                             "p99.9_ms", "cpu_us_per_req"},
+                                  "spread": {"p99_ms": [min, max]}}
           },
           "2": {same shape} | absent (targets that cannot run scenario 2: nginx,
                                       haproxy, direct)
@@ -147,7 +155,7 @@ def validate_results(results: Any, source: str = "results") -> dict:
             if s is not None and not isinstance(s, dict):
                 raise bad(f"targets[{i}] ({t['name']}): scenario {k!r} must be an object or null")
             if isinstance(s, dict):
-                for sub in ("median", "spread", "sla"):
+                for sub in ("median", "spread", "sla", "fixed_load"):
                     if s.get(sub) is not None and not isinstance(s[sub], dict):
                         raise bad(f"targets[{i}] ({t['name']}): scenario {k!r}: \"{sub}\" must be an object or null")
                 if s.get("runs") is not None and not isinstance(s["runs"], list):
@@ -527,6 +535,32 @@ def _detail_table(results: dict, key: str) -> list[str]:
     return _table(header, rows, "lrrrrrrrrrr")
 
 
+def _fixed_table(results: dict) -> list[str]:
+    """p99 of every target at the one fixed rate; "vs nginx" divides by nginx's p99."""
+    nginx = _nginx(results)
+    rows = []
+    for key in _scenario_keys([results]):
+        ref = _get(_scn(nginx, "1"), "fixed_load", "median", "p99_ms") if nginx else None
+        for t in _targets(results):
+            fl = _get(_scn(t, key), "fixed_load")
+            if not isinstance(fl, dict):
+                continue
+            med = fl.get("median") or {}
+            runs = fl.get("runs") or []
+            bad = [sum(r.get(k) or 0 for r in runs) for k in ("non2xx", "errors", "unsent")]
+            rows.append([md(t["name"]), f"{key}: {_scenario_name(key, False)}",
+                         fmt_int(med.get("achieved_rps")), fmt_ms(med.get("p50_ms")),
+                         _with_range(fmt_ms(med.get("p99_ms")),
+                                     _get(fl, "spread", "p99_ms"), fmt_ms),
+                         fmt_ms(med.get("p99.9_ms")), fmt_ratio(med.get("p99_ms"), ref),
+                         " / ".join(fmt_int(b) for b in bad)])
+    if not rows:
+        return []
+    header = ["target", "scenario", "achieved req/s", "p50 (ms)", "p99 (ms, min\u2013max)",
+              "p99.9 (ms)", "p99 vs nginx", "non-2xx / errors / unsent"]
+    return _table(header, rows, "llrrrrrr")
+
+
 def _sla_table(results: dict, sla_ms: Any) -> list[str]:
     nginx = _nginx(results)
     rows = []
@@ -637,7 +671,19 @@ def render_report(results: dict) -> str:
           "\u201cvs nginx CPU\u201d divides it by nginx's in the same scenario of this run. "
           "non-2xx / errors are totals over the runs.", ""]
 
-    # 4. SLA.
+    # 4. Latency at one fixed load.
+    fixed_lines = _fixed_table(results)
+    fixed = kit.get("fixed_load") if isinstance(kit.get("fixed_load"), dict) else {}
+    if fixed_lines:
+        L += ["## Latency at a fixed load", ""]
+        L += [f"Every target offered the same open-loop load: {fmt_int(fixed.get('rate'))} "
+              f"requests/s, {_fmt_num_plain(fixed.get('fraction'))} of "
+              f"{md(fixed.get('reference') or 'nginx')}'s closed-loop QPS in scenario 1; "
+              "latency from each request's scheduled send time; medians over the runs.", ""]
+        L += fixed_lines
+        L.append("")
+
+    # 5. SLA.
     sla_lines = _sla_table(results, sla_ms)
     if sla_lines:
         L += [f"## Throughput under an SLA (p99 \u2264 {_fmt_num_plain(sla_ms)} ms)", ""]
@@ -645,7 +691,7 @@ def render_report(results: dict) -> str:
         L += ["", "The load rate is raised step by step until p99 exceeds the SLA; each run's best "
                   "passing rate is kept, and the table shows their median and range.", ""]
 
-    # 5. Reading the figures.
+    # 6. Reading the figures.
     L += ["## Reading these figures", "",
           "Absolute QPS depends on the machine and on what else runs on it: on a shared machine "
           "the ratios within one run (targets side by side, the \u201cvs nginx\u201d columns) "
@@ -653,7 +699,7 @@ def render_report(results: dict) -> str:
     L += _published_section()
     L.append("")
 
-    # 6. Charts.
+    # 7. Charts.
     L += ["## Charts", "", f"![QPS per target]({QPS_SVG})", "",
           f"![Latency per target]({LATENCY_SVG})", ""]
     return "\n".join(L)

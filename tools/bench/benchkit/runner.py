@@ -6,7 +6,9 @@ Admin API, nginx (proxy_pass with upstream keep-alive) and HAProxy, each with on
 any gateway at a URL the user names. Then, for scenario 1 (no plugin) and scenario 2
 (limit-count + prometheus), each target is measured --runs times with a closed loop like
 `wrk -c16 -d5`, and (unless --no-sla) the highest open-loop rate whose p99 stays within
---sla-ms is searched for. Targets are interleaved within each run so that machine noise falls
+--sla-ms is searched for. Where nginx is measured, every target's latency is also taken at
+one fixed open-loop rate, half of nginx's closed-loop QPS in scenario 1 (unless
+--no-fixed-load): the same offered load for all. Targets are interleaved within each run so that machine noise falls
 on all of them alike. Writes results.json, report.md, qps.svg and latency.svg into --out.
 """
 
@@ -160,6 +162,11 @@ def parse_args(argv):
     ap.add_argument("--upstream", choices=("auto", "nginx", "builtin"), default="auto",
                     help="the upstream (default: nginx when installed)")
     ap.add_argument("--no-sla", action="store_true", help="skip the SLA search")
+    ap.add_argument("--no-fixed-load", action="store_true",
+                    help="skip the latency at a fixed load (a fraction of nginx's QPS)")
+    ap.add_argument("--fixed-load-fraction", type=float, default=0.5,
+                    help="the fixed load, as a fraction of nginx's closed-loop QPS in "
+                         "scenario 1 (default 0.5)")
     ap.add_argument("--sla-ms", type=float, default=3.0, help="p99 bound in ms (default 3)")
     ap.add_argument("--sla-step-duration", type=float, default=0,
                     help="seconds per SLA step (default: --duration)")
@@ -200,6 +207,8 @@ def parse_args(argv):
         ap.error("--sluice: no sluice binary given (run the kit as `sluice bench`)")
     if not os.access(args.sluice, os.X_OK):
         ap.error("--sluice %s: not an executable" % args.sluice)
+    if not 0 < args.fixed_load_fraction <= 2:
+        ap.error("--fixed-load-fraction: a number in (0, 2]")
     if args.sla_step_duration <= 0:
         args.sla_step_duration = args.duration
     return args
@@ -249,7 +258,7 @@ def run(args, argv):
             "duration_s": args.duration, "runs": args.runs, "connections": args.connections,
             "workers": args.workers, "sla_ms": None if args.no_sla else args.sla_ms,
             "load_generator": load_kind, "load_threads": threads, "upstream": up_kind,
-            "pinning": pinning, "notes": notes,
+            "pinning": pinning, "notes": notes, "fixed_load": None,
         },
         "machine": machine.facts(),
         "targets": [],
@@ -302,7 +311,10 @@ def run(args, argv):
         plan = [(s, [t for t in gateways if s in t.scenarios()]) for s in args.scenario_list]
         per_target = args.warmup + args.runs * args.duration
         sla_guess = 0 if args.no_sla else args.runs * 9 * args.sla_step_duration
-        progress = Progress(sum(len(ts) * (per_target + sla_guess) for _, ts in plan))
+        fixed_guess = 0 if args.no_fixed_load else args.runs * args.duration
+        progress = Progress(sum(len(ts) * (per_target + sla_guess + fixed_guess)
+                                for _, ts in plan))
+        fixed = None  # {"reference", "fraction", "rate"} once nginx's QPS is known
 
         for scenario, ts in plan:
             for t in ts:
@@ -330,7 +342,15 @@ def run(args, argv):
             for t in ts:
                 median, spread = summarise(runs[t.name])
                 entries[t.name]["scenarios"][str(scenario)] = {
-                    "runs": runs[t.name], "median": median, "spread": spread, "sla": None}
+                    "runs": runs[t.name], "median": median, "spread": spread, "sla": None,
+                    "fixed_load": None}
+            if fixed is None and not args.no_fixed_load:
+                fixed = fixed_load_plan(ts, entries, scenario, args.fixed_load_fraction, notes,
+                                        scenario == args.scenario_list[-1])
+                results["kit"]["fixed_load"] = fixed or None
+            if fixed:
+                fixed_load_runs(ts, entries, scenario, fixed["rate"], upstream, open_gen, args,
+                                progress)
             if args.no_sla:
                 continue
             for t in ts:
@@ -346,6 +366,55 @@ def run(args, argv):
             import shutil
             shutil.rmtree(workdir, ignore_errors=True)
     return results
+
+
+def fixed_load_plan(ts, entries, scenario, fraction, notes, last):
+    """The fixed rate: `fraction` of nginx's median closed-loop QPS, taken from the first
+    scenario nginx runs (scenario 1). {} (decided: none) when nginx is not measured or has
+    no QPS; None (not yet) when nginx does not run this scenario and a later one remains."""
+    ref = next((t for t in ts if t.kind == "nginx"), None)
+    if ref is None:
+        if last:
+            notes.append("nginx is not measured: no latency at a fixed load")
+            return {}
+        return None
+    median = entries[ref.name]["scenarios"][str(scenario)]["median"]
+    if not median or not median.get("rps"):
+        notes.append("nginx has no closed-loop QPS: no latency at a fixed load")
+        return {}
+    return {"reference": ref.name, "fraction": fraction,
+            "rate": max(1, int(round(median["rps"] * fraction)))}
+
+
+def fixed_load_runs(ts, entries, scenario, rate, upstream, gen, args, progress):
+    """--runs open-loop runs of every target at `rate`, interleaved; each target's latency."""
+    per = {t.name: [] for t in ts}
+    for i in range(args.runs):
+        for t in ts:
+            progress.begin("%s: scenario %d, fixed load %d/%d, offering %d req/s" % (
+                t.name, scenario, i + 1, args.runs, rate))
+            try:
+                r = measured(t, upstream, lambda: gen.open(
+                    t.url, args.connections, args.duration, rate))
+                raw = r["raw"]
+                one = {"offered": raw.get("sent", 0) + raw.get("unsent", 0),
+                       "achieved_rps": r["rps"], "p50_ms": r["latency_ms"]["p50"],
+                       "p99_ms": r["latency_ms"]["p99"], "p99.9_ms": r["latency_ms"]["p99.9"],
+                       "errors": r["errors"], "non2xx": r["non2xx"], "unsent": r["unsent"],
+                       "cpu_us_per_req": r["cpu_us_per_req"]}
+            except load.LoadError as e:
+                one = {"offered": 0, "achieved_rps": 0, "p50_ms": None, "p99_ms": None,
+                       "p99.9_ms": None, "errors": 1, "non2xx": 0, "unsent": 0,
+                       "cpu_us_per_req": None, "error": str(e)}
+            per[t.name].append(one)
+            progress.end(args.duration)
+    for t in ts:
+        got = per[t.name]
+        median = {k: _median([r[k] for r in got if r.get(k) is not None])
+                  for k in ("achieved_rps", "p50_ms", "p99_ms", "p99.9_ms", "cpu_us_per_req")}
+        entries[t.name]["scenarios"][str(scenario)]["fixed_load"] = {
+            "rate": rate, "runs": got, "median": median,
+            "spread": {"p99_ms": _spread([r["p99_ms"] for r in got if r["p99_ms"] is not None])}}
 
 
 def sla_block(t, upstream, scenario, entry, gen, args, progress):
