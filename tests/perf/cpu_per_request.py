@@ -2,7 +2,7 @@
 """CPU microseconds per proxied request: Sluice (1 worker) side by side with nginx (1 worker).
 
     /usr/bin/python3 tests/perf/cpu_per_request.py [--duration 5] [--runs 3] [--no-plugins]
-                                                   [--plain-syscalls]
+                                                   [--plain-syscalls] [--no-pin]
 
 Starts, on free loopback ports and in a temp dir:
   * upstream: nginx, 1 worker, `location /hello { return 200 "hello world\\n"; }`
@@ -16,9 +16,12 @@ Starts, on free loopback ports and in a temp dir:
               proxy_http_version 1.1, Connection "")
 then runs `wrk -t1 -c16 -d<duration>s` against the upstream directly (the ceiling), Sluice and
 nginx, reading each server's utime+stime from /proc/<pid>/stat (clock ticks, SC_CLK_TCK;
-children included for nginx's master/worker pair) before and after. CPU per request is the
-steadiest figure on a shared machine; requests/s depends on what else runs. Prints a table
-of medians over --runs. Everything it starts is stopped by PID.
+children included for nginx's master/worker pair) before and after, and the TCP segments
+the host sent (/proc/net/snmp) per request. Processes are pinned as the bench kit pins
+them (benchkit.procs.pin_plan: on 2 cores wrk on CPU 0, gateways and upstream on CPU 1);
+--no-pin leaves placement to the scheduler, which moves the figures by up to 2.5x. CPU per
+request is the steadiest figure on a shared machine; requests/s depends on what else runs.
+Prints a table of medians over --runs. Everything it starts is stopped by PID.
 """
 
 import argparse
@@ -35,7 +38,8 @@ REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 # The bench kit's process helpers and nginx configs (tools/bench/benchkit): one copy of each.
 sys.path.insert(0, os.path.join(REPO, "tools", "bench"))
 # wait_port is used by instructions_per_request.py, which imports it from here.
-from benchkit.procs import CLK_TCK, Process, cpu_seconds, free_port, wait_port  # noqa: E402,F401
+from benchkit.procs import (CLK_TCK, Process, cpu_seconds, free_port, pin_plan,  # noqa: E402,F401
+                            wait_port)
 from benchkit.targets import NGINX_PROXY, NGINX_UPSTREAM  # noqa: E402
 
 
@@ -77,12 +81,13 @@ routes:
 """
 
 
-def start_nginx(name, conf_text, port, d):
+def start_nginx(name, conf_text, port, d, cpus=None):
     conf = os.path.join(d, name + ".conf")
     with open(conf, "w") as f:
         f.write(conf_text)
     return Server(name, ["/usr/sbin/nginx", "-p", d, "-e", os.path.join(d, name + "-start.log"),
-                         "-c", conf, "-g", "daemon off;"], port, os.path.join(d, name + ".out"))
+                         "-c", conf, "-g", "daemon off;"], port, os.path.join(d, name + ".out"),
+                  cpus=cpus)
 
 
 # The articles' scenario 2 plugins, as apisix.yaml lines under the route.
@@ -97,7 +102,7 @@ SCENARIO2_PLUGINS = """\
 """
 
 
-def start_sluice(binary, up_port, d, name="sluice", plugins="", io_uring="auto"):
+def start_sluice(binary, up_port, d, name="sluice", plugins="", io_uring="auto", cpus=None):
     sd = os.path.join(d, name.replace(" ", "_"))
     os.makedirs(sd)
     port = free_port()
@@ -107,13 +112,15 @@ def start_sluice(binary, up_port, d, name="sluice", plugins="", io_uring="auto")
     with open(os.path.join(sd, "apisix.yaml"), "w") as f:
         f.write(SLUICE_ROUTES.format(up_port=up_port, plugins=plugins))
     return Server(name, [binary, "run", "-c", os.path.join(sd, "config.yaml")], port,
-                  os.path.join(d, name + ".log"), cwd=sd)
+                  os.path.join(d, name + ".log"), cwd=sd, cpus=cpus)
 
 
-def run_wrk(port, duration, threads, conns):
+def run_wrk(port, duration, threads, conns, cpus=None):
     cmd = ["wrk", "-t%d" % threads, "-c%d" % conns, "-d%ds" % duration, "--latency",
            "http://127.0.0.1:%d/hello" % port]
-    p = subprocess.run(cmd, capture_output=True, text=True, timeout=duration + 60)
+    pin = (lambda: os.sched_setaffinity(0, set(cpus))) if cpus else None
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=duration + 60,
+                       preexec_fn=pin)
     out = p.stdout + p.stderr
     m = re.search(r"(\d+) requests in", out)
     rps = re.search(r"Requests/sec:\s+([\d.]+)", out)
@@ -121,19 +128,28 @@ def run_wrk(port, duration, threads, conns):
         raise RuntimeError("wrk failed:\n" + out)
     non2xx = re.search(r"Non-2xx or 3xx responses: (\d+)", out)
     errors = re.search(r"Socket errors: (.*)", out)
-    p50 = re.search(r"50%\s+(\S+)", out)
+    p50 = re.search(r"^\s+50%\s+(\S+)", out, re.M)
     return {"requests": int(m.group(1)), "rps": float(rps.group(1)),
             "non2xx": int(non2xx.group(1)) if non2xx else 0,
             "errors": errors.group(1) if errors else "", "p50": p50.group(1) if p50 else "?"}
 
 
-def measure(target, upstream, args):
+def tcp_out_segments():
+    """TCP segments this host has sent (Tcp OutSegs in /proc/net/snmp). A run's traffic is
+    all loopback, so its delta over the requests is the segments per request, all hops."""
+    with open("/proc/net/snmp") as f:
+        rows = [line.split() for line in f if line.startswith("Tcp:")]
+    return int(rows[1][rows[0].index("OutSegs")])
+
+
+def measure(target, upstream, args, load_cpus):
     """One wrk run against target; CPU of target (and of the upstream) per request."""
-    run_wrk(target.port, 1, args.threads, args.connections)  # warm-up
-    t0, u0 = target.cpu(), upstream.cpu()
-    res = run_wrk(target.port, args.duration, args.threads, args.connections)
-    t1, u1 = target.cpu(), upstream.cpu()
+    run_wrk(target.port, 1, args.threads, args.connections, load_cpus)  # warm-up
+    t0, u0, s0 = target.cpu(), upstream.cpu(), tcp_out_segments()
+    res = run_wrk(target.port, args.duration, args.threads, args.connections, load_cpus)
+    t1, u1, s1 = target.cpu(), upstream.cpu(), tcp_out_segments()
     n = max(res["requests"], 1)
+    res["segments"] = (s1 - s0) / n
     res["cpu_us"] = (t1 - t0) * 1e6 / n
     res["upstream_cpu_us"] = (u1 - u0) * 1e6 / n
     res["cpu_s"] = t1 - t0
@@ -157,36 +173,43 @@ def main():
                     help="leave out Sluice with limit-count + prometheus (scenario 2)")
     ap.add_argument("--plain-syscalls", action="store_true",
                     help="also run scenario 1 with sluice.io_uring: off, in the same run")
+    ap.add_argument("--no-pin", action="store_true",
+                    help="leave CPU placement to the scheduler (default: the kit's pin plan)")
     ap.add_argument("--json", action="store_true", help="also print the results as JSON")
     ap.add_argument("--keep", action="store_true", help="keep the temp dir (logs, configs)")
     args = ap.parse_args()
     if not args.no_sluice and not os.path.exists(args.sluice):
         sys.exit("no gateway binary at %s (build it: make build)" % args.sluice)
 
+    plan = None if args.no_pin else pin_plan(os.cpu_count() or 1, 1)
+    gw_cpus = plan["gateway"] if plan else None
+    up_cpus = plan["upstream"] if plan else None
+    load_cpus = plan["load"] if plan else None
     d = tempfile.mkdtemp(prefix="sluice-perf-")
     servers = []
     # SIGTERM/SIGINT: raise SystemExit so that the finally block stops everything by PID.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))
     try:
         up_port = free_port()
-        upstream = start_nginx("upstream", NGINX_UPSTREAM.format(dir=d, port=up_port), up_port, d)
+        upstream = start_nginx("upstream", NGINX_UPSTREAM.format(dir=d, port=up_port), up_port, d,
+                               up_cpus)
         servers.append(upstream)
         sluice = plugged = plain = None
         if not args.no_sluice:
-            sluice = start_sluice(args.sluice, up_port, d)
+            sluice = start_sluice(args.sluice, up_port, d, cpus=gw_cpus)
             servers.append(sluice)
             if args.plain_syscalls:
                 plain = start_sluice(args.sluice, up_port, d, "sluice (io_uring off)",
-                                     io_uring="off")
+                                     io_uring="off", cpus=gw_cpus)
                 servers.append(plain)
             if not args.no_plugins:
                 plugged = start_sluice(args.sluice, up_port, d, "sluice+plugins",
-                                       SCENARIO2_PLUGINS)
+                                       SCENARIO2_PLUGINS, cpus=gw_cpus)
                 servers.append(plugged)
         px_port = free_port()
         nginx = start_nginx("nginx", NGINX_PROXY.format(dir=d, port=px_port, up_port=up_port,
                                                               workers=1),
-                            px_port, d)
+                            px_port, d, gw_cpus)
         servers.append(nginx)
         upstream.name = "upstream (direct)"
 
@@ -194,10 +217,11 @@ def main():
         results = {t.name: [] for t in targets}
         for i in range(args.runs):
             for target in targets:
-                r = measure(target, upstream, args)
+                r = measure(target, upstream, args, load_cpus)
                 results[target.name].append(r)
-                print("run %d %-22s %9.0f req/s  %7.1f µs/req  p50 %s" % (
-                    i + 1, target.name, r["rps"], r["cpu_us"], r["p50"]), file=sys.stderr)
+                print("run %d %-22s %9.0f req/s  %7.1f µs/req  p50 %s  %.2f TCP segments/req" % (
+                    i + 1, target.name, r["rps"], r["cpu_us"], r["p50"], r["segments"]),
+                    file=sys.stderr)
 
         def med(name, key):
             return statistics.median(r[key] for r in results[name])
@@ -205,8 +229,8 @@ def main():
         nginx_cpu = med("nginx", "cpu_us")
         print()
         print("wrk -t%d -c%d -d%ds, %d run(s), medians; CPU from /proc/<pid>/stat "
-              "(SC_CLK_TCK=%d)" % (args.threads, args.connections, args.duration, args.runs,
-                                   CLK_TCK))
+              "(SC_CLK_TCK=%d); %s" % (args.threads, args.connections, args.duration, args.runs,
+                                       CLK_TCK, "pinned: %s" % plan if plan else "not pinned"))
         print("| target | requests/s | CPU µs/request | vs nginx | upstream CPU µs/request |")
         print("|---|---:|---:|---:|---:|")
         for name in [t.name for t in targets]:
