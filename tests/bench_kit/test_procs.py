@@ -18,6 +18,11 @@ def test_pinning_gives_each_its_cores_or_keeps_the_load_generator_apart():
     # Fewer still: nothing to keep apart.
     assert procs.pin_plan(1, 1) is None
     assert procs.pin_plan(4, 4) is None
+    # The CPUs this process may use (a container's cpuset), not the machine's count.
+    assert procs.pin_plan([2, 5], 1) == {"gateway": [5], "upstream": [5], "load": [2]}
+    assert procs.pin_plan([3], 1) is None
+    assert procs.pin_plan([0, 1, 2], 1) == {"gateway": [0], "upstream": [1], "load": [2]}
+    assert set(procs.usable_cpus()) == os.sched_getaffinity(0)
 
 
 def test_cpu_seconds_counts_a_child_process_tree():

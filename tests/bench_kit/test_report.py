@@ -512,3 +512,33 @@ def test_a_fixed_load_that_is_not_an_object_is_refused(results):
     results["targets"][0]["scenarios"]["1"]["fixed_load"] = [1, 2]
     with pytest.raises(ValueError, match="fixed_load"):
         report.validate_results(results)
+
+
+def test_a_failed_fixed_load_run_is_counted_out_and_noted(results, tmp_path):
+    results["kit"]["fixed_load"] = {"reference": "nginx", "fraction": 0.5, "rate": 15000}
+    by = {t["name"]: t for t in results["targets"]}
+    fl = _fixed([0.5, 0.6, 0.8])
+    fl["runs"][2] = {"offered": 0, "achieved_rps": None, "p50_ms": None, "p99_ms": None,
+                     "p99.9_ms": None, "errors": 0, "non2xx": 0, "unsent": 0,
+                     "cpu_us_per_req": None, "error": "wrk died"}
+    by["Sluice"]["scenarios"]["1"]["fixed_load"] = fl
+    text = _read(report.write_report(results, str(tmp_path))[0])
+    row = _table_row(_section(text, "## Latency at a fixed load"), "Sluice")
+    assert row[2] == "15,000 [2/3 runs ok]"
+
+
+@pytest.mark.parametrize("bad", [{"median": [1]}, {"runs": [None]}, {"runs": "abc"},
+                                 {"spread": 3}])
+def test_malformed_fixed_load_parts_are_refused(results, bad):
+    results["targets"][0]["scenarios"]["1"]["fixed_load"] = dict({"rate": 1}, **bad)
+    with pytest.raises(ValueError, match="fixed_load"):
+        report.validate_results(results)
+
+
+def test_non_numeric_fixed_load_counts_do_not_break_the_report(results, tmp_path):
+    results["kit"]["fixed_load"] = {"reference": "nginx", "fraction": 0.5, "rate": 15000}
+    fl = _fixed([0.5, 0.6, 0.8])
+    fl["runs"][0]["unsent"] = "7"
+    results["targets"][0]["scenarios"]["1"]["fixed_load"] = fl
+    text = _read(report.write_report(results, str(tmp_path))[0])
+    assert _table_row(_section(text, "## Latency at a fixed load"), "Sluice")[7] == "0 / 0 / 0"

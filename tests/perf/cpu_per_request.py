@@ -39,7 +39,7 @@ REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 sys.path.insert(0, os.path.join(REPO, "tools", "bench"))
 # wait_port is used by instructions_per_request.py, which imports it from here.
 from benchkit.procs import (CLK_TCK, Process, cpu_seconds, free_port, pin_plan,  # noqa: E402,F401
-                            wait_port)
+                            usable_cpus, wait_port)
 from benchkit.targets import NGINX_PROXY, NGINX_UPSTREAM  # noqa: E402
 
 
@@ -135,8 +135,10 @@ def run_wrk(port, duration, threads, conns, cpus=None):
 
 
 def tcp_out_segments():
-    """TCP segments this host has sent (Tcp OutSegs in /proc/net/snmp). A run's traffic is
-    all loopback, so its delta over the requests is the segments per request, all hops."""
+    """TCP segments sent in this network namespace (Tcp OutSegs in /proc/net/snmp). A run's
+    traffic is loopback, so its delta over the requests is the segments per request, all
+    hops; other traffic in the namespace during the run (ssh, another measurement) adds to
+    it, so read it as an upper bound."""
     with open("/proc/net/snmp") as f:
         rows = [line.split() for line in f if line.startswith("Tcp:")]
     return int(rows[1][rows[0].index("OutSegs")])
@@ -181,7 +183,7 @@ def main():
     if not args.no_sluice and not os.path.exists(args.sluice):
         sys.exit("no gateway binary at %s (build it: make build)" % args.sluice)
 
-    plan = None if args.no_pin else pin_plan(os.cpu_count() or 1, 1)
+    plan = None if args.no_pin else pin_plan(usable_cpus(), 1)
     gw_cpus = plan["gateway"] if plan else None
     up_cpus = plan["upstream"] if plan else None
     load_cpus = plan["load"] if plan else None

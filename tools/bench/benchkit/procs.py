@@ -163,7 +163,8 @@ class Process:
 
 def pin_plan(cores, workers):
     """CPU sets for gateway, upstream and load generator, or None when there are too few
-    cores to keep the load generator off the gateway's.
+    cores to keep the load generator off the gateway's. `cores`: a count (CPUs 0..n-1) or
+    the list of CPUs to use (usable_cpus()).
 
     With `workers` + 2 cores or more, each gets its own. With one core fewer (2 cores, one
     worker: the development machine), the load generator keeps CPU 0 to itself and the
@@ -171,10 +172,21 @@ def pin_plan(cores, workers):
     open-loop schedule stays on time), and every target gets the same placement. Unpinned,
     where the scheduler puts three processes on two cores decides the CPU per request:
     docs/performance.md measured 8.9 to 25.4 µs for the same gateway."""
-    if cores >= workers + 2:
-        return {"gateway": list(range(workers)), "upstream": [workers],
-                "load": list(range(workers + 1, cores))}
-    if cores == workers + 1 and workers >= 1:
-        shared = list(range(1, cores))
-        return {"gateway": shared, "upstream": list(shared), "load": [0]}
+    cpus = list(range(cores)) if isinstance(cores, int) else sorted(cores)
+    n = len(cpus)
+    if workers < 1:
+        return None
+    if n >= workers + 2:
+        return {"gateway": cpus[:workers], "upstream": [cpus[workers]],
+                "load": cpus[workers + 1:]}
+    if n == workers + 1:
+        return {"gateway": cpus[1:], "upstream": cpus[1:], "load": cpus[:1]}
     return None
+
+
+def usable_cpus():
+    """The CPUs this process may run on (a container's cpuset, taskset), not the machine's."""
+    try:
+        return sorted(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return list(range(os.cpu_count() or 1))

@@ -158,6 +158,14 @@ def validate_results(results: Any, source: str = "results") -> dict:
                 for sub in ("median", "spread", "sla", "fixed_load"):
                     if s.get(sub) is not None and not isinstance(s[sub], dict):
                         raise bad(f"targets[{i}] ({t['name']}): scenario {k!r}: \"{sub}\" must be an object or null")
+                fl = s.get("fixed_load")
+                if isinstance(fl, dict):
+                    for sub in ("median", "spread"):
+                        if fl.get(sub) is not None and not isinstance(fl[sub], dict):
+                            raise bad(f"targets[{i}] ({t['name']}): scenario {k!r}: \"fixed_load\".\"{sub}\" must be an object or null")
+                    fr = fl.get("runs")
+                    if fr is not None and not (isinstance(fr, list) and all(isinstance(r, dict) for r in fr)):
+                        raise bad(f"targets[{i}] ({t['name']}): scenario {k!r}: \"fixed_load\".\"runs\" must be a list of objects")
                 if s.get("runs") is not None and not isinstance(s["runs"], list):
                     raise bad(f"targets[{i}] ({t['name']}): scenario {k!r}: \"runs\" must be a list")
     return results
@@ -545,11 +553,13 @@ def _fixed_table(results: dict) -> list[str]:
             fl = _get(_scn(t, key), "fixed_load")
             if not isinstance(fl, dict):
                 continue
-            med = fl.get("median") or {}
-            runs = fl.get("runs") or []
-            bad = [sum(r.get(k) or 0 for r in runs) for k in ("non2xx", "errors", "unsent")]
+            med = fl.get("median") if isinstance(fl.get("median"), dict) else {}
+            runs = [r for r in fl.get("runs") or [] if isinstance(r, dict)]
+            bad = [sum(r[k] for r in runs if _num(r.get(k))) for k in ("non2xx", "errors", "unsent")]
+            ok = sum(1 for r in runs if r.get("error") is None)
+            note = f" [{ok}/{len(runs)} runs ok]" if runs and ok < len(runs) else ""
             rows.append([md(t["name"]), f"{key}: {_scenario_name(key, False)}",
-                         fmt_int(med.get("achieved_rps")), fmt_ms(med.get("p50_ms")),
+                         fmt_int(med.get("achieved_rps")) + note, fmt_ms(med.get("p50_ms")),
                          _with_range(fmt_ms(med.get("p99_ms")),
                                      _get(fl, "spread", "p99_ms"), fmt_ms),
                          fmt_ms(med.get("p99.9_ms")), fmt_ratio(med.get("p99_ms"), ref),
@@ -679,7 +689,9 @@ def render_report(results: dict) -> str:
         L += [f"Every target offered the same open-loop load: {fmt_int(fixed.get('rate'))} "
               f"requests/s, {_fmt_num_plain(fixed.get('fraction'))} of "
               f"{md(fixed.get('reference') or 'nginx')}'s closed-loop QPS in scenario 1; "
-              "latency from each request's scheduled send time; medians over the runs.", ""]
+              "latency from each request's scheduled send time; medians over the runs. "
+              "\u201cp99 vs nginx\u201d divides by nginx's p99 at this load in scenario 1, "
+              "scenario 2 rows included (nginx has no scenario 2).", ""]
         L += fixed_lines
         L.append("")
 

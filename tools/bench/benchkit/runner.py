@@ -225,8 +225,7 @@ def _named(ap, opt, values):
 
 
 def run(args, argv):
-    cores = os.cpu_count() or 1
-    pinning = None if args.no_pin else procs.pin_plan(cores, args.workers)
+    pinning = None if args.no_pin else procs.pin_plan(procs.usable_cpus(), args.workers)
     gw_cpus = pinning["gateway"] if pinning else None
     up_cpus = pinning["upstream"] if pinning else None
     load_cpus = pinning["load"] if pinning else None
@@ -311,7 +310,10 @@ def run(args, argv):
         plan = [(s, [t for t in gateways if s in t.scenarios()]) for s in args.scenario_list]
         per_target = args.warmup + args.runs * args.duration
         sla_guess = 0 if args.no_sla else args.runs * 9 * args.sla_step_duration
-        fixed_guess = 0 if args.no_fixed_load else args.runs * args.duration
+        # The fixed load runs where nginx gives it a rate (scenario 1); a plan that decides
+        # against it takes its estimate back.
+        has_nginx = any(t.kind == "nginx" for _, ts in plan for t in ts)
+        fixed_guess = 0 if args.no_fixed_load or not has_nginx else args.runs * args.duration
         progress = Progress(sum(len(ts) * (per_target + sla_guess + fixed_guess)
                                 for _, ts in plan))
         fixed = None  # {"reference", "fraction", "rate"} once nginx's QPS is known
@@ -348,14 +350,14 @@ def run(args, argv):
                 fixed = fixed_load_plan(ts, entries, scenario, args.fixed_load_fraction, notes,
                                         scenario == args.scenario_list[-1])
                 results["kit"]["fixed_load"] = fixed or None
+                if fixed == {}:
+                    progress.grow(-fixed_guess * sum(len(x) for _, x in plan))
             if fixed:
                 fixed_load_runs(ts, entries, scenario, fixed["rate"], upstream, open_gen, args,
                                 progress)
             if args.no_sla:
                 continue
-            for t in ts:
-                entry = entries[t.name]["scenarios"][str(scenario)]
-                entry["sla"] = sla_block(t, upstream, scenario, entry, open_gen, args, progress)
+            sla_blocks(ts, entries, upstream, scenario, open_gen, args, progress)
         progress.close("sluice bench: done in %s" % _dur(time.monotonic() - progress.start))
     finally:
         for t in reversed(started):
@@ -403,53 +405,72 @@ def fixed_load_runs(ts, entries, scenario, rate, upstream, gen, args, progress):
                        "errors": r["errors"], "non2xx": r["non2xx"], "unsent": r["unsent"],
                        "cpu_us_per_req": r["cpu_us_per_req"]}
             except load.LoadError as e:
-                one = {"offered": 0, "achieved_rps": 0, "p50_ms": None, "p99_ms": None,
-                       "p99.9_ms": None, "errors": 1, "non2xx": 0, "unsent": 0,
+                one = {"offered": 0, "achieved_rps": None, "p50_ms": None, "p99_ms": None,
+                       "p99.9_ms": None, "errors": 0, "non2xx": 0, "unsent": 0,
                        "cpu_us_per_req": None, "error": str(e)}
             per[t.name].append(one)
             progress.end(args.duration)
     for t in ts:
         got = per[t.name]
-        median = {k: _median([r[k] for r in got if r.get(k) is not None])
+        ok = [r for r in got if r.get("error") is None]  # medians over the runs that ran
+        median = {k: _median([r[k] for r in ok])
                   for k in ("achieved_rps", "p50_ms", "p99_ms", "p99.9_ms", "cpu_us_per_req")}
         entries[t.name]["scenarios"][str(scenario)]["fixed_load"] = {
             "rate": rate, "runs": got, "median": median,
-            "spread": {"p99_ms": _spread([r["p99_ms"] for r in got if r["p99_ms"] is not None])}}
+            "spread": {"p99_ms": _spread([r["p99_ms"] for r in ok])}}
 
 
-def sla_block(t, upstream, scenario, entry, gen, args, progress):
-    """--runs SLA searches for one target and scenario."""
-    base = entry["median"]["rps"] if entry["median"] else None
-    if not base:
-        return {"sla_ms": args.sla_ms, "runs": [], "median_best_rate": None, "spread": None,
-                "error": "no closed-loop throughput to start from"}
-    start, step, ceiling = sla.plan(base, args.sla_start, args.sla_step)
-    out = []
+def sla_blocks(ts, entries, upstream, scenario, gen, args, progress):
+    """--runs SLA searches for each target of a scenario, interleaved: search i of every
+    target before search i + 1 of any, so that a noisy minute on a shared machine falls on
+    one search of several targets rather than on all searches of one."""
+    out = {t.name: [] for t in ts}
+    plans = {}
+    for t in ts:
+        entry = entries[t.name]["scenarios"][str(scenario)]
+        base = entry["median"]["rps"] if entry["median"] else None
+        if base:
+            plans[t.name] = sla.plan(base, args.sla_start, args.sla_step)
+        else:
+            entry["sla"] = {"sla_ms": args.sla_ms, "runs": [], "median_best_rate": None,
+                            "spread": None, "error": "no closed-loop throughput to start from"}
     for i in range(args.runs):
-        def measure(rate, i=i):
-            progress.begin("%s: scenario %d, SLA search %d/%d, offering %d req/s (p99 <= %g ms)" % (
-                t.name, scenario, i + 1, args.runs, rate, args.sla_ms))
-            try:
-                r = measured(t, upstream, lambda: gen.open(
-                    t.url, args.connections, args.sla_step_duration, rate))
-            except load.LoadError as e:
-                progress.end(args.sla_step_duration)
-                return {"offered": 0, "achieved_rps": 0, "p50_ms": None, "p99_ms": None,
-                        "p99.9_ms": None, "errors": 1, "non2xx": 0, "unsent": 0,
-                        "error": str(e)}
-            progress.end(args.sla_step_duration)
-            raw = r["raw"]
-            return {"offered": raw.get("sent", 0) + raw.get("unsent", 0),
-                    "achieved_rps": r["rps"], "p50_ms": r["latency_ms"]["p50"],
-                    "p99_ms": r["latency_ms"]["p99"], "p99.9_ms": r["latency_ms"]["p99.9"],
-                    "errors": r["errors"], "non2xx": r["non2xx"], "unsent": r["unsent"],
-                    "cpu_us_per_req": r["cpu_us_per_req"]}
+        for t in ts:
+            if t.name in plans:
+                out[t.name].append(sla_search(t, upstream, scenario, i, plans[t.name], gen,
+                                              args, progress))
+    for t in ts:
+        if t.name in plans:
+            best = [r["best_rate"] for r in out[t.name]]
+            entries[t.name]["scenarios"][str(scenario)]["sla"] = {
+                "sla_ms": args.sla_ms, "runs": out[t.name], "median_best_rate": _median(best),
+                "spread": _spread(best)}
 
-        res = sla.search(measure, start, step, args.sla_ms, ceiling)
-        out.append(res)
-    best = [r["best_rate"] for r in out]
-    return {"sla_ms": args.sla_ms, "runs": out, "median_best_rate": _median(best),
-            "spread": _spread(best)}
+
+def sla_search(t, upstream, scenario, i, plan, gen, args, progress):
+    """One SLA search (the i-th) for one target and scenario."""
+    start, step, ceiling = plan
+
+    def measure(rate):
+        progress.begin("%s: scenario %d, SLA search %d/%d, offering %d req/s (p99 <= %g ms)" % (
+            t.name, scenario, i + 1, args.runs, rate, args.sla_ms))
+        try:
+            r = measured(t, upstream, lambda: gen.open(
+                t.url, args.connections, args.sla_step_duration, rate))
+        except load.LoadError as e:
+            progress.end(args.sla_step_duration)
+            return {"offered": 0, "achieved_rps": 0, "p50_ms": None, "p99_ms": None,
+                    "p99.9_ms": None, "errors": 1, "non2xx": 0, "unsent": 0,
+                    "error": str(e)}
+        progress.end(args.sla_step_duration)
+        raw = r["raw"]
+        return {"offered": raw.get("sent", 0) + raw.get("unsent", 0),
+                "achieved_rps": r["rps"], "p50_ms": r["latency_ms"]["p50"],
+                "p99_ms": r["latency_ms"]["p99"], "p99.9_ms": r["latency_ms"]["p99.9"],
+                "errors": r["errors"], "non2xx": r["non2xx"], "unsent": r["unsent"],
+                "cpu_us_per_req": r["cpu_us_per_req"]}
+
+    return sla.search(measure, start, step, args.sla_ms, ceiling)
 
 
 def main(argv):
