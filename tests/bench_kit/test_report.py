@@ -542,3 +542,26 @@ def test_non_numeric_fixed_load_counts_do_not_break_the_report(results, tmp_path
     results["targets"][0]["scenarios"]["1"]["fixed_load"] = fl
     text = _read(report.write_report(results, str(tmp_path))[0])
     assert _table_row(_section(text, "## Latency at a fixed load"), "Sluice")[7] == "0 / 0 / 0"
+
+
+def test_compare_shows_each_machines_fixed_load(results_pair, tmp_path):
+    a, b = results_pair
+    for res, sluice_p99s, nginx_p99s, rate in ((a, [0.5, 0.6, 0.8], [1.0, 1.2, 1.5], 12000),
+                                               (b, [0.4, 0.5, 0.6], [1.0, 1.0, 1.0], 15000)):
+        res["kit"]["fixed_load"] = {"reference": "nginx", "fraction": 0.5, "rate": rate}
+        by = {t["name"]: t for t in res["targets"]}
+        by["Sluice"]["scenarios"]["1"]["fixed_load"] = _fixed(sluice_p99s, rate)
+        by["nginx"]["scenarios"]["1"]["fixed_load"] = _fixed(nginx_p99s, rate)
+    paths = report.compare([a, b], str(tmp_path), ["a.json", "b.json"])
+    text = _read(paths[0])
+    sec = _section(text, "## Latency at a fixed load")
+    assert _table_row(sec, "Sluice")[2:] == ["0.60 ms at 12,000 req/s (0.50x nginx)",
+                                             "0.50 ms at 15,000 req/s (0.50x nginx)"]
+    assert _table_row(sec, "nginx")[2:] == ["1.20 ms at 12,000 req/s (1.00x nginx)",
+                                            "1.00 ms at 15,000 req/s (1.00x nginx)"]
+    # Without a fixed load on either machine there is no such section.
+    for res in (a, b):
+        for t in res["targets"]:
+            for sc in t["scenarios"].values():
+                sc.pop("fixed_load", None)
+    assert "Latency at a fixed load" not in _read(report.compare([a, b], str(tmp_path))[0])

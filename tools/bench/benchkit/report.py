@@ -571,6 +571,19 @@ def _fixed_table(results: dict) -> list[str]:
     return _table(header, rows, "llrrrrrr")
 
 
+def _fixed_cell(fl: Any, ref: Any) -> str:
+    """'1.04 ms at 12,764 req/s (0.76x nginx)' for one target's fixed load on one machine."""
+    if not isinstance(fl, dict):
+        return DASH
+    med = fl.get("median") if isinstance(fl.get("median"), dict) else {}
+    p99 = med.get("p99_ms")
+    if not _num(p99):
+        return DASH
+    text = f"{fmt_ms(p99)} ms at {fmt_int(fl.get('rate'))} req/s"
+    ratio = fmt_ratio(p99, ref)
+    return text if ratio == DASH else f"{text} ({ratio} nginx)"
+
+
 def _sla_table(results: dict, sla_ms: Any) -> list[str]:
     nginx = _nginx(results)
     rows = []
@@ -826,13 +839,37 @@ def render_compare(results_list: Sequence[dict], sources: Optional[Sequence[str]
         L += ["QPS above 1.00x: the other machine serves more than A; CPU \u00b5s/request below "
               "1.00x: it spends less CPU per request than A.", ""]
 
-    # SLA comparison.
-    sla_rows = []
     all_names: list[str] = []
     for r in results_list:
         for nm in _target_names(r):
             if nm not in all_names:
                 all_names.append(nm)
+
+    # Latency at each machine's fixed load (half of that machine's nginx QPS, by default).
+    fixed_rows = []
+    for key in _scenario_keys(results_list):
+        for name in all_names:
+            cells = []
+            for r in results_list:
+                t = _find(r, name)
+                fl = _get(_scn(t, key), "fixed_load") if t else None
+                nginx = _nginx(r)
+                ref = _get(_scn(nginx, "1"), "fixed_load", "median", "p99_ms") if nginx else None
+                cells.append(_fixed_cell(fl, ref))
+            if all(c == DASH for c in cells):
+                continue
+            fixed_rows.append([md(name), f"{key}: {_scenario_name(key, False)}"] + cells)
+    if fixed_rows:
+        L += ["## Latency at a fixed load", "",
+              "Each machine offered every target one open-loop rate, a fraction of its own "
+              "nginx's closed-loop QPS (the rate differs between machines); p99 median over "
+              "the runs, and its ratio to nginx's p99 on the same machine.", ""]
+        header = ["target", "scenario"] + [f"{_letter(i)}: p99 at the fixed load" for i in range(n)]
+        L += _table(header, fixed_rows, "ll" + "r" * n)
+        L.append("")
+
+    # SLA comparison.
+    sla_rows = []
     for key in _scenario_keys(results_list):
         for name in all_names:
             slas = []
