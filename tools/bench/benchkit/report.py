@@ -543,17 +543,28 @@ def _detail_table(results: dict, key: str) -> list[str]:
     return _table(header, rows, "lrrrrrrrrrr")
 
 
+def _fixed_median(fl: Any) -> dict:
+    """A fixed-load block's medians ({} when absent or malformed)."""
+    med = fl.get("median") if isinstance(fl, dict) else None
+    return med if isinstance(med, dict) else {}
+
+
+def _nginx_fixed_p99(results: dict) -> Any:
+    """nginx's p99 at the fixed load (scenario 1): what every target's p99 is divided by."""
+    nginx = _nginx(results)
+    return _fixed_median(_get(_scn(nginx, "1"), "fixed_load")).get("p99_ms") if nginx else None
+
+
 def _fixed_table(results: dict) -> list[str]:
     """p99 of every target at the one fixed rate; "vs nginx" divides by nginx's p99."""
-    nginx = _nginx(results)
+    ref = _nginx_fixed_p99(results)
     rows = []
     for key in _scenario_keys([results]):
-        ref = _get(_scn(nginx, "1"), "fixed_load", "median", "p99_ms") if nginx else None
         for t in _targets(results):
             fl = _get(_scn(t, key), "fixed_load")
             if not isinstance(fl, dict):
                 continue
-            med = fl.get("median") if isinstance(fl.get("median"), dict) else {}
+            med = _fixed_median(fl)
             runs = [r for r in fl.get("runs") or [] if isinstance(r, dict)]
             bad = [sum(r[k] for r in runs if _num(r.get(k))) for k in ("non2xx", "errors", "unsent")]
             ok = sum(1 for r in runs if r.get("error") is None)
@@ -573,10 +584,7 @@ def _fixed_table(results: dict) -> list[str]:
 
 def _fixed_cell(fl: Any, ref: Any) -> str:
     """'1.04 ms at 12,764 req/s (0.76x nginx)' for one target's fixed load on one machine."""
-    if not isinstance(fl, dict):
-        return DASH
-    med = fl.get("median") if isinstance(fl.get("median"), dict) else {}
-    p99 = med.get("p99_ms")
+    p99 = _fixed_median(fl).get("p99_ms")
     if not _num(p99):
         return DASH
     text = f"{fmt_ms(p99)} ms at {fmt_int(fl.get('rate'))} req/s"
@@ -853,9 +861,7 @@ def render_compare(results_list: Sequence[dict], sources: Optional[Sequence[str]
             for r in results_list:
                 t = _find(r, name)
                 fl = _get(_scn(t, key), "fixed_load") if t else None
-                nginx = _nginx(r)
-                ref = _get(_scn(nginx, "1"), "fixed_load", "median", "p99_ms") if nginx else None
-                cells.append(_fixed_cell(fl, ref))
+                cells.append(_fixed_cell(fl, _nginx_fixed_p99(r)))
             if all(c == DASH for c in cells):
                 continue
             fixed_rows.append([md(name), f"{key}: {_scenario_name(key, False)}"] + cells)

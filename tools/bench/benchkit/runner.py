@@ -8,8 +8,8 @@ any gateway at a URL the user names. Then, for scenario 1 (no plugin) and scenar
 `wrk -c16 -d5`, and (unless --no-sla) the highest open-loop rate whose p99 stays within
 --sla-ms is searched for. Where nginx is measured, every target's latency is also taken at
 one fixed open-loop rate, half of nginx's closed-loop QPS in scenario 1 (unless
---no-fixed-load): the same offered load for all. Targets are interleaved within each run so that machine noise falls
-on all of them alike. Writes results.json, report.md, qps.svg and latency.svg into --out.
+--no-fixed-load): the same offered load for all. Targets are interleaved within each run so
+that machine noise falls on all of them alike. Writes results.json, report.md, qps.svg and latency.svg into --out.
 """
 
 import argparse
@@ -370,6 +370,16 @@ def run(args, argv):
     return results
 
 
+def open_summary(r):
+    """What the report keeps of one open-loop run (a fixed-load run or an SLA step)."""
+    raw = r["raw"]
+    return {"offered": raw.get("sent", 0) + raw.get("unsent", 0),
+            "achieved_rps": r["rps"], "p50_ms": r["latency_ms"]["p50"],
+            "p99_ms": r["latency_ms"]["p99"], "p99.9_ms": r["latency_ms"]["p99.9"],
+            "errors": r["errors"], "non2xx": r["non2xx"], "unsent": r["unsent"],
+            "cpu_us_per_req": r["cpu_us_per_req"]}
+
+
 def fixed_load_plan(ts, entries, scenario, fraction, notes, last):
     """The fixed rate: `fraction` of nginx's median closed-loop QPS, taken from the first
     scenario nginx runs (scenario 1). {} (decided: none) when nginx is not measured or has
@@ -396,14 +406,8 @@ def fixed_load_runs(ts, entries, scenario, rate, upstream, gen, args, progress):
             progress.begin("%s: scenario %d, fixed load %d/%d, offering %d req/s" % (
                 t.name, scenario, i + 1, args.runs, rate))
             try:
-                r = measured(t, upstream, lambda: gen.open(
-                    t.url, args.connections, args.duration, rate))
-                raw = r["raw"]
-                one = {"offered": raw.get("sent", 0) + raw.get("unsent", 0),
-                       "achieved_rps": r["rps"], "p50_ms": r["latency_ms"]["p50"],
-                       "p99_ms": r["latency_ms"]["p99"], "p99.9_ms": r["latency_ms"]["p99.9"],
-                       "errors": r["errors"], "non2xx": r["non2xx"], "unsent": r["unsent"],
-                       "cpu_us_per_req": r["cpu_us_per_req"]}
+                one = open_summary(measured(t, upstream, lambda: gen.open(
+                    t.url, args.connections, args.duration, rate)))
             except load.LoadError as e:
                 one = {"offered": 0, "achieved_rps": None, "p50_ms": None, "p99_ms": None,
                        "p99.9_ms": None, "errors": 0, "non2xx": 0, "unsent": 0,
@@ -463,12 +467,7 @@ def sla_search(t, upstream, scenario, i, plan, gen, args, progress):
                     "p99.9_ms": None, "errors": 1, "non2xx": 0, "unsent": 0,
                     "error": str(e)}
         progress.end(args.sla_step_duration)
-        raw = r["raw"]
-        return {"offered": raw.get("sent", 0) + raw.get("unsent", 0),
-                "achieved_rps": r["rps"], "p50_ms": r["latency_ms"]["p50"],
-                "p99_ms": r["latency_ms"]["p99"], "p99.9_ms": r["latency_ms"]["p99.9"],
-                "errors": r["errors"], "non2xx": r["non2xx"], "unsent": r["unsent"],
-                "cpu_us_per_req": r["cpu_us_per_req"]}
+        return open_summary(r)
 
     return sla.search(measure, start, step, args.sla_ms, ceiling)
 
