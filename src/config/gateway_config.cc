@@ -392,9 +392,11 @@ class Reader {
                  {"export_uri",
                   [&](auto& y, auto& q) { return assign(q, &pe.uri, as_string(y, 1, 256)); }},
                  {"export_addr", [&](auto& y, auto& q) { return listen_addr(y, q, &pe.addr); }},
+                 // Checked here, read by the plugin from plugin_attr (plugin::Shared::attr).
                  {"max_label_sets",
                   [&](auto& y, auto& q) {
-                    return assign(q, &pe.max_label_sets, as_integer(y, 0, 100000000));
+                    Json& attr = cfg.plugin_attr["prometheus"];
+                    return assign(q, &attr["max_label_sets"], as_integer(y, 0, 100000000));
                   }},
                  {"metric_prefix", [&](auto& y, auto& q) {
                     return y == "apisix_" ? Status::ok() : error_at(q, "only apisix_ is supported");

@@ -49,8 +49,8 @@ struct PrometheusExport {
   bool enabled = true;                             // enable_export_server
   ListenAddr addr{"127.0.0.1", 9091};              // export_addr
   std::string uri = "/apisix/prometheus/metrics";  // export_uri
-  // Sluice's own: label sets each worker keeps; samples needing more are dropped and counted.
-  int64_t max_label_sets = 10000;
+  // max_label_sets (Sluice's own: label sets each worker keeps) goes to plugin_attr, where the
+  // prometheus plugin reads it.
 };
 
 // deployment.etcd.tls: how Sluice talks TLS to etcd (hosts given as https://).

@@ -149,19 +149,22 @@ void render_connections(std::string& out, std::span<const ConnStats* const> conn
   out.push_back('\n');
 }
 
-void render_node_and_dropped(std::string& out, const ExpositionInput& in) {
+void render_node(std::string& out, std::string_view hostname, std::string_view version) {
   family_head(out, "apisix_node_info", "Info of APISIX node", "gauge");
   out.append("apisix_node_info{");
-  append_label(out, "hostname", in.hostname);
+  append_label(out, "hostname", hostname);
   out.push_back(',');
-  append_label(out, "version", in.version);
+  append_label(out, "version", version);
   out.append("} 1\n");
+}
+
+void render_dropped(std::string& out, std::span<const HttpMetrics* const> workers) {
   family_head(out, "sluice_prometheus_dropped_samples_total",
               "Samples the prometheus plugin did not record because a worker reached "
               "plugin_attr.prometheus.max_label_sets",
               "counter");
   uint64_t dropped = 0;
-  for (const HttpMetrics* w : in.workers) {
+  for (const HttpMetrics* w : workers) {
     dropped += w->dropped();
   }
   out.append("sluice_prometheus_dropped_samples_total ");
@@ -187,17 +190,27 @@ void render_gauges(std::string& out, std::span<const GaugeFamily> families) {
 
 }  // namespace
 
-std::string render(const ExpositionInput& in) {
-  const StatusTotals status = sum_status(in.workers);
-  const RouteTotalsMap routes = sum_routes(in.workers);
+std::string render_http(std::span<const HttpMetrics* const> workers) {
+  const StatusTotals status = sum_status(workers);
+  const RouteTotalsMap routes = sum_routes(workers);
   std::string out;
-  out.reserve(1024 + status.size() * 160 + routes.size() * 7000);
+  out.reserve(512 + status.size() * 160 + routes.size() * 7000);
   render_status(out, status);
   render_latency(out, routes);
   render_bandwidth(out, routes);
+  render_dropped(out, workers);
+  return out;
+}
+
+void render_host(std::string& out, const HostInput& in) {
   render_connections(out, in.conns);
-  render_node_and_dropped(out, in);
+  render_node(out, in.hostname, in.version);
   render_gauges(out, in.gauges);
+}
+
+std::string render(const ExpositionInput& in) {
+  std::string out = render_http(in.workers);
+  render_host(out, {in.conns, in.hostname, in.version, in.gauges});
   return out;
 }
 

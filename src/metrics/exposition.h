@@ -28,6 +28,13 @@ struct GaugeFamily {
   std::span<const GaugeSample> samples;
 };
 
+// The families the gateway itself knows: connection counts, the node, and gauges it computed.
+struct HostInput {
+  std::span<const ConnStats* const> conns;
+  std::string_view hostname, version;  // apisix_node_info's labels
+  std::span<const GaugeFamily> gauges;
+};
+
 // What one scrape shows. The pointed-to objects must outlive render().
 struct ExpositionInput {
   std::span<const HttpMetrics* const> workers;
@@ -39,5 +46,10 @@ struct ExpositionInput {
 // Thread: any (typically control). Reads the workers' cells while they keep recording; a
 // label set recorded by several workers prints once with the values summed.
 std::string render(const ExpositionInput& in);
+
+// The two halves of render(): the HTTP families recorded by the prometheus plugin's cells
+// (status, latency, bandwidth, dropped samples), and the gateway's own, appended to `out`.
+std::string render_http(std::span<const HttpMetrics* const> workers);
+void render_host(std::string& out, const HostInput& in);
 
 }  // namespace sluice::metrics

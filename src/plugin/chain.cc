@@ -17,7 +17,12 @@ void Context::reset() {
   match = {};
   route_id = service_id = matched_uri = matched_host = consumer = {};
   route_name = service_name = {};
-  resp_headers.clear();
+  snapshot = nullptr;
+  route = nullptr;
+  upstream.clear();
+  resp.clear();
+  upstream_resp = nullptr;
+  body_buffer.clear();
   reply_status = 0;
   reply_body.clear();
   timed = false;
@@ -30,6 +35,18 @@ void Context::reset() {
   skip_global = skip_route = 0;
   pending = nullptr;
   scratch.clear();
+  entry = 0;
+  marks_[0] = marks_[1] = 0;
+}
+
+void WorkerLocal::set_slot(const void* tag, void* value) {
+  for (auto& s : slots_) {
+    if (s.tag == tag) {
+      s.value = value;
+      return;
+    }
+  }
+  slots_.push_back({tag, value});
 }
 
 Chain::Chain(std::vector<Entry> entries) : entries_(std::move(entries)) {
@@ -71,16 +88,19 @@ void prepare(const Chains& c, Context& ctx) {
 
 namespace {
 
-// The entry at position `cursor` of phase `p` across both chains; null past the end.
-const Entry* at(const Chains& c, Phase p, size_t cursor) {
+// The entry at position `cursor` of phase `p` across both chains; null past the end. Points
+// ctx.entry at it (its bit of Context::mark).
+const Entry* at(const Chains& c, Phase p, size_t cursor, Context& ctx) {
   size_t gn = c.global != nullptr ? c.global->phase(p).size() : 0;
   if (cursor < gn) {
-    return &c.global->entries()[c.global->phase(p)[cursor]];
+    ctx.entry = c.global->phase(p)[cursor];
+    return &c.global->entries()[ctx.entry];
   }
   cursor -= gn;
   if (c.route == nullptr || cursor >= c.route->phase(p).size()) {
     return nullptr;
   }
+  ctx.entry = static_cast<uint16_t>(64 + c.route->phase(p)[cursor]);
   return &c.route->entries()[c.route->phase(p)[cursor]];
 }
 
@@ -127,7 +147,7 @@ Action run_request(const Chains& c, Context& ctx, Phase last) {
     if (!c.has(ctx.phase)) {
       continue;
     }
-    for (const Entry* e; (e = at(c, ctx.phase, ctx.cursor)) != nullptr; ++ctx.cursor) {
+    for (const Entry* e; (e = at(c, ctx.phase, ctx.cursor, ctx)) != nullptr; ++ctx.cursor) {
       if (skipped(c, ctx, ctx.phase, ctx.cursor)) {
         continue;
       }
@@ -149,7 +169,7 @@ Action run_request(const Chains& c, Context& ctx, Phase last) {
 void resumed(const Chains& c, Context& ctx, Action a) {
   ctx.pending = nullptr;
   if (a == Action::kReply) {
-    if (const Entry* e = at(c, ctx.phase, ctx.cursor); e != nullptr) {
+    if (const Entry* e = at(c, ctx.phase, ctx.cursor, ctx); e != nullptr) {
       apply_error_response(*e, ctx);
     }
   }
@@ -161,7 +181,7 @@ void run_response(const Chains& c, Context& ctx, Phase p) {
     return;
   }
   for (size_t i = 0;; ++i) {
-    const Entry* e = at(c, p, i);
+    const Entry* e = at(c, p, i, ctx);
     if (e == nullptr) {
       return;
     }
@@ -171,17 +191,18 @@ void run_response(const Chains& c, Context& ctx, Phase p) {
   }
 }
 
-void run_body_filter(const Chains& c, Context& ctx, std::string_view piece, bool eof) {
+std::string_view run_body_filter(const Chains& c, Context& ctx, std::string_view piece, bool eof) {
   if (!c.has(Phase::kBodyFilter)) {
-    return;
+    return piece;
   }
+  BodyPiece bp(piece, eof, &ctx.body_buffer);
   for (size_t i = 0;; ++i) {
-    const Entry* e = at(c, Phase::kBodyFilter, i);
+    const Entry* e = at(c, Phase::kBodyFilter, i, ctx);
     if (e == nullptr) {
-      return;
+      return bp.data();
     }
     if (!skipped(c, ctx, Phase::kBodyFilter, i)) {
-      e->plugin->body_filter(ctx, piece, eof);
+      e->plugin->body_filter(ctx, bp);
     }
   }
 }

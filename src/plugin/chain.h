@@ -78,7 +78,9 @@ void resumed(const Chains& c, Context& ctx, Action a);
 // Runs header_filter or log for every plugin implementing it.
 void run_response(const Chains& c, Context& ctx, Phase p);
 
-// Runs body_filter for every plugin implementing it, with one piece of the response body.
-void run_body_filter(const Chains& c, Context& ctx, std::string_view piece, bool eof);
+// Runs body_filter for every plugin implementing it, with one piece of the response body;
+// returns the piece as the hooks left it (the same bytes when none replaced or dropped it).
+// Replaced bytes live in ctx.body_buffer until the next call.
+std::string_view run_body_filter(const Chains& c, Context& ctx, std::string_view piece, bool eof);
 
 }  // namespace sluice::plugin

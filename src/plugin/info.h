@@ -40,6 +40,12 @@ class Shared {
     }
     return std::static_pointer_cast<T>(it->second);
   }
+  // The object named `key`, or null when none was made.
+  template <class T>
+  std::shared_ptr<T> find(const std::string& key) const {
+    auto it = objects_.find(key);
+    return it == objects_.end() ? nullptr : std::static_pointer_cast<T>(it->second);
+  }
   // Drops the object named `key`; the next get() makes a new one.
   void forget(const std::string& key) { objects_.erase(key); }
   // attr[name], or an empty object.
@@ -56,6 +62,11 @@ struct BuildEnv {
   Shared& shared;
 };
 
+// What the gateway tells a plugin's process_init hook.
+struct ProcessEnv {
+  int workers = 1;  // worker threads that will serve, each getting a worker_init call
+};
+
 // One known plugin.
 // Thread: any (immutable)
 struct PluginInfo {
@@ -69,6 +80,20 @@ struct PluginInfo {
   common::StatusOr<std::shared_ptr<const Plugin>> (*make)(const Json& conf,
                                                           const BuildEnv& env) = nullptr;
   std::string_view schema{};  // JSON text
+
+  // Lifecycle hooks, each optional (nullptr), all called on the control thread. They are
+  // called for every built-in plugin, enabled or not, so that enabling one later (plugin
+  // reload) finds its objects made.
+  // At start, before any worker exists: make the plugin's process-wide objects in `shared`.
+  void (*process_init)(Shared& shared, const ProcessEnv& env) = nullptr;
+  // For each worker, before its loop runs: leave what the plugin's hooks will need there in
+  // `local` (WorkerLocal::set_slot).
+  void (*worker_init)(Shared& shared, WorkerLocal& local) = nullptr;
+  // At shutdown, after every worker has stopped.
+  void (*destroy)(Shared& shared) = nullptr;
+  // The plugin's control endpoint: the body of the answer to a GET on it, made on the control
+  // thread (prometheus: its families of the metrics page). nullptr: the plugin has none.
+  std::string (*control)(const Shared& shared) = nullptr;
 };
 
 }  // namespace sluice::plugin

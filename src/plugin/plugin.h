@@ -8,16 +8,19 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <vector>
 
 #include "http/message.h"
+#include "plugin/edits.h"
 #include "router/expr.h"
 
 namespace sluice::io {
 class EventLoop;
 }
-namespace sluice::metrics {
-class HttpMetrics;
-}
+namespace sluice::snapshot {
+struct Snapshot;
+struct Route;
+}  // namespace sluice::snapshot
 
 namespace sluice::plugin {
 
@@ -59,12 +62,25 @@ class WorkerObject {
 };
 
 // What a worker offers its plugins.
-// Thread: worker
+// Thread: worker (filled by the control thread before the worker starts: worker_init hooks)
 struct WorkerLocal {
   int worker_id = 0;
   io::EventLoop* loop = nullptr;
   Host* host = nullptr;
-  metrics::HttpMetrics* http_metrics = nullptr;  // null when the prometheus plugin is off
+
+  // A pointer a plugin's worker_init hook leaves for its hooks on this worker, found by the
+  // address of a tag the plugin owns (`static const char kTag = 0;`): a few pointer compares
+  // per lookup, no hashing on the request path. Null until set.
+  void set_slot(const void* tag, void* value);
+  template <class T>
+  T* slot(const void* tag) const {
+    for (const auto& s : slots_) {
+      if (s.tag == tag) {
+        return static_cast<T*>(s.value);
+      }
+    }
+    return nullptr;
+  }
 
   // The worker's object named `key` of type T, made by `make()` on first use.
   template <class T, class Make>
@@ -77,16 +93,26 @@ struct WorkerLocal {
   }
 
  private:
+  struct Slot {
+    const void* tag;
+    void* value;
+  };
+  std::vector<Slot> slots_;
   std::unordered_map<std::string, std::unique_ptr<WorkerObject>> objects_;
 };
 
-// One request as the plugins see it. Lives in the connection's reusable exchange state;
-// reset() between requests keeps the strings' capacity.
+// One request as the plugins see it. Lives in the exchange's reusable state; reset()
+// between requests keeps the strings' capacity.
 // Thread: worker
 struct Context {
-  // Valid through the request phases (rewrite .. before_proxy); null afterwards.
+  // The client's request as parsed. Valid through the request phases (rewrite ..
+  // before_proxy); null afterwards.
   const http::RequestHead* req = nullptr;
   router::MatchContext match;  // the request, client address and port, for filters and vars
+  // The snapshot this request pinned and the route it matched (null when none matched); both
+  // live until the log phase has run. The route names its service's and upstream's objects.
+  const snapshot::Snapshot* snapshot = nullptr;
+  const snapshot::Route* route = nullptr;
   // Views into the pinned snapshot; empty when no route matched.
   std::string_view route_id, service_id, matched_uri, matched_host;
   std::string_view route_name, service_name;
@@ -94,12 +120,19 @@ struct Context {
   WorkerLocal* worker = nullptr;
   void* conn = nullptr;  // the server's connection object; opaque to plugins
 
-  // Header lines ("Name: value\r\n") added to the response the client gets, whether it
-  // comes from the upstream or from the gateway.
-  std::string resp_headers;
+  // What the request phases change of the request the upstream gets (edits.h).
+  RequestEdits upstream;
+  // What header_filter hooks change of the response head the client gets, whether it comes
+  // from the upstream or from the gateway. Request-phase hooks may add headers here too
+  // (limit-count's quota headers): they go out with whichever response follows.
+  ResponseEdits resp;
+  // The upstream's response head, in header_filter; null for the gateway's own answers.
+  const http::ResponseHead* upstream_resp = nullptr;
   // Set with Action::kReply: the status and (JSON) body of the gateway's answer.
   int reply_status = 0;
   std::string reply_body;
+  // Where BodyPiece::replace() keeps the bytes of the piece in flight.
+  std::string body_buffer;
 
   // Filled in as the request goes: the final status, the upstream node, byte counts and
   // times (nanoseconds, CLOCK_MONOTONIC; 0 = did not happen). Times are taken only when a
@@ -120,6 +153,14 @@ struct Context {
   // requests, so steady state allocates nothing.
   std::string scratch;
 
+  // One bit of per-request state for each plugin of the chains, for a hook to tell a later
+  // phase's hook what it decided (response-rewrite: "this response is rewritten"). The runner
+  // points `entry` at the hook it calls.
+  void mark() { marks_[entry >> 6] |= uint64_t{1} << (entry & 63); }
+  bool marked() const { return (marks_[entry >> 6] >> (entry & 63) & 1) != 0; }
+  uint16_t entry = 0;  // 0..63: a global rule's entry; 64..127: the route's
+  uint64_t marks_[2] = {0, 0};
+
   void reset();
 };
 
@@ -133,10 +174,14 @@ class Plugin {
   virtual Action rewrite(Context&) const { return Action::kContinue; }
   virtual Action access(Context&) const { return Action::kContinue; }
   virtual Action before_proxy(Context&) const { return Action::kContinue; }
+  // The response head is known (ctx.status; ctx.upstream_resp for an upstream's answer) and
+  // not yet written: edit it through ctx.resp.
   virtual void header_filter(Context&) const {}
-  // Sees each piece of the response body as it leaves (`eof` with the last, possibly empty,
-  // piece). The piece is read-only: the body is streamed, never buffered for a plugin.
-  virtual void body_filter(Context&, std::string_view piece, bool eof) const {}
+  // Sees each piece of the response body as it leaves (piece.eof() with the last, possibly
+  // empty, piece), and may replace or drop it. The body is streamed, never buffered for a
+  // plugin: one that changes the body's length says so in header_filter
+  // (ctx.resp.body_changes, or ctx.resp.content_length when it knows the new length).
+  virtual void body_filter(Context&, BodyPiece&) const {}
   virtual void log(Context&) const {}
 };
 

@@ -254,11 +254,10 @@ common::Status Gateway::start_workers() {
   int n = conf_.worker_processes > 0 ? conf_.worker_processes
                                      : static_cast<int>(std::thread::hardware_concurrency());
   n = std::max(n, 1);
+  plugins_process_init(n);
   for (int i = 0; i < n; ++i) {
     auto w = std::make_unique<server::Worker>(i, settings, limits);
-    http_metrics_.push_back(std::make_unique<metrics::HttpMetrics>(
-        static_cast<size_t>(conf_.prometheus.max_label_sets)));
-    w->set_http_metrics(http_metrics_.back().get());
+    plugins_worker_init(w->plugin_local());
     common::Status st = add_listeners(*w, *limits);
     if (!st) {
       return st;
@@ -508,6 +507,7 @@ void Gateway::shutdown() {
   threads_.clear();
   metrics_export_.reset();
   workers_.clear();
+  plugins_destroy();
   SLUICE_LOG(kNotice, "stopped");
 }
 

@@ -21,7 +21,6 @@
 #include "health/checker.h"
 #include "health/registry.h"
 #include "io/event_loop.h"
-#include "metrics/http_metrics.h"
 #include "plugin/info.h"
 #include "runtime/admin_service.h"
 #include "runtime/metrics_export.h"
@@ -48,6 +47,10 @@ class Gateway {
   common::Status load_gateway_config();
   // Applies config.yaml's `plugins` and `plugin_attr` (at start, SIGHUP and plugins/reload).
   void apply_plugin_settings();
+  // The built-in plugins' lifecycle hooks (plugin/info.h), on this thread.
+  void plugins_process_init(int workers);
+  void plugins_worker_init(plugin::WorkerLocal& local);
+  void plugins_destroy();
   // PUT /apisix/admin/plugins/reload: re-reads them from config.yaml and republishes.
   common::Status reload_plugins();
   void rebuild_now();
@@ -114,7 +117,6 @@ class Gateway {
   std::shared_ptr<AdminService> admin_service_;
   std::vector<std::unique_ptr<server::Worker>> workers_;
   // The prometheus plugin's cells, one per worker (read by the export server).
-  std::vector<std::unique_ptr<metrics::HttpMetrics>> http_metrics_;
   std::unique_ptr<MetricsExport> metrics_export_;
   plugin::Shared plugin_shared_;              // plugin state that outlives snapshots
   health::Registry health_;                   // upstream health that outlives snapshots

@@ -12,6 +12,7 @@
 #include "config/plugin_chains.h"
 #include "config/plugin_registry.h"
 #include "metrics/exposition.h"
+#include "plugins/builtin.h"
 #include "runtime/gateway.h"
 
 namespace sluice::runtime {
@@ -72,17 +73,47 @@ common::Status Gateway::reload_plugins() {
   return common::Status::ok();
 }
 
+// Every built-in plugin's hooks run, enabled or not: a plugin enabled later by a reload finds
+// its objects made.
+void Gateway::plugins_process_init(int workers) {
+  const plugin::ProcessEnv env{workers};
+  for (const plugin::PluginInfo& p : plugins::builtin()) {
+    if (p.process_init != nullptr) {
+      p.process_init(plugin_shared_, env);
+    }
+  }
+}
+
+void Gateway::plugins_worker_init(plugin::WorkerLocal& local) {
+  for (const plugin::PluginInfo& p : plugins::builtin()) {
+    if (p.worker_init != nullptr) {
+      p.worker_init(plugin_shared_, local);
+    }
+  }
+}
+
+void Gateway::plugins_destroy() {
+  for (const plugin::PluginInfo& p : plugins::builtin()) {
+    if (p.destroy != nullptr) {
+      p.destroy(plugin_shared_);
+    }
+  }
+}
+
+// The prometheus plugin's families (its control endpoint), then the gateway's own.
 std::string Gateway::render_metrics() const {
-  std::vector<const metrics::HttpMetrics*> cells;
+  std::string out;
+  if (const plugin::PluginInfo* p = config::find_plugin("prometheus", plugins::builtin());
+      p != nullptr && p->control != nullptr) {
+    out = p->control(plugin_shared_);
+  }
   std::vector<const metrics::ConnStats*> conns;
-  for (size_t i = 0; i < workers_.size(); ++i) {
-    cells.push_back(http_metrics_[i].get());
-    conns.push_back(&workers_[i]->conn_stats());
+  for (const auto& w : workers_) {
+    conns.push_back(&w->conn_stats());
   }
   char host[256] = {0};
   gethostname(host, sizeof(host) - 1);
-  metrics::ExpositionInput in;
-  in.workers = cells;
+  metrics::HostInput in;
   in.conns = conns;
   in.hostname = host;
   in.version = SLUICE_VERSION;
@@ -101,7 +132,8 @@ std::string Gateway::render_metrics() const {
         {"apisix_upstream_status", "Upstream status from health check", upstreams.samples});
   }
   in.gauges = gauges;
-  return metrics::render(in);
+  metrics::render_host(out, in);
+  return out;
 }
 
 // Started when the prometheus plugin is enabled; a port already taken is logged, not fatal:

@@ -102,14 +102,22 @@ class ClientConn : public io::IoHandler, public proxy::UpstreamOwner {
   void set_host_line(int node);
   Step produce_request_piece();
   Step upstream_write_failed(int err);
+  // The request head for the upstream: the client's, with plugins' edits applied.
   void build_upstream_head();
+  void append_forwarding_headers(const plugin::RequestEdits* ed);
   Step send_request();
   Step pump_request_body();
   Step read_response_head();
   void build_response_head();
+  void append_upstream_headers(bool pass_length, const plugin::ResponseEdits* ed);
+  void append_added_headers(const plugin::HeaderEdits& edits);
   Step send_response();
   Step produce_response_piece();
-  void add_response_data(std::string_view data);
+  // Passes a piece of the upstream's body through body_filter into out_; false when a plugin
+  // dropped all of it.
+  bool add_response_data(std::string_view data);
+  // Queues body bytes for the client, framed as a chunk when re-chunking.
+  void queue_body(std::string_view data);
   Step read_upstream(bool* eof);
   void finish_exchange();
   void release_upstream(bool reusable);
@@ -174,7 +182,8 @@ class ClientConn : public io::IoHandler, public proxy::UpstreamOwner {
 
   // The request in flight; ex_ is null while the connection is idle.
   std::unique_ptr<Exchange> ex_;
-  http::Method method_ = http::Method::kGet;
+  http::Method method_ = http::Method::kGet;     // the client's
+  http::Method up_method_ = http::Method::kGet;  // sent upstream (a plugin may change it)
   bool keep_alive_ = true;
   bool client_http10_ = false;
   bool linger_after_ = false;
@@ -215,10 +224,11 @@ class ClientConn : public io::IoHandler, public proxy::UpstreamOwner {
   // The response in flight.
   http::BodyKind resp_body_ = http::BodyKind::kNone;
   uint64_t resp_left_ = 0;
-  bool resp_chunk_out_ = false;   // re-frame the body as chunked for the client
-  bool resp_done_ = false;        // the upstream body ended
-  bool last_chunk_sent_ = false;  // the body's end was handled (last chunk, body_filter eof)
-  bool piece_ = false;            // out_ holds a body piece (chunk_hdr in use)
+  bool resp_chunk_out_ = false;    // re-frame the body as chunked for the client
+  bool resp_done_ = false;         // the upstream body ended
+  bool last_chunk_sent_ = false;   // the body's end was handled (last chunk, body_filter eof)
+  bool piece_ = false;             // out_ holds a body piece (chunk_hdr in use)
+  bool resp_body_allowed_ = true;  // the client's response may carry a body (not HEAD, 204..)
 };
 
 }  // namespace sluice::server

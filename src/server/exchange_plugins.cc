@@ -54,6 +54,8 @@ void ClientConn::begin_plugins(const router::MatchContext& m) {
   c.match = m;
   c.worker = &w_.plugin_local();
   c.conn = this;
+  c.snapshot = snap_.get();
+  c.route = route_;
   ex_->chains = {snap_->global.get(), route_ != nullptr ? route_->chain.get() : nullptr};
   if (route_ != nullptr) {
     c.route_id = route_->id;

@@ -56,6 +56,7 @@ void ClientConn::start_exchange() {
     w_.refresh_reading();
   }
   method_ = ex_->req.method;
+  up_method_ = method_;
   client_http10_ = ex_->req.version_minor == 0;
   keep_alive_ = ex_->req.keep_alive && !w_.draining();
   req_body_ = ex_->req.body_kind;
@@ -143,10 +144,22 @@ void ClientConn::route_request() {
 }
 
 void ClientConn::build_upstream_head() {
+  const plugin::RequestEdits* ed = nullptr;
+  if (plugins_ && !ex_->pctx.upstream.empty()) [[unlikely]] {
+    ed = &ex_->pctx.upstream;
+  }
   std::string& h = ex_->up_head;
   h.clear();
-  h.append(ex_->req.method_text).push_back(' ');
-  if (!ex_->req.authority.empty()) {
+  if (ed != nullptr && !ed->method.empty()) {
+    h.append(ed->method);
+    up_method_ = http::parse_method(ed->method);
+  } else {
+    h.append(ex_->req.method_text);
+  }
+  h.push_back(' ');
+  if (ed != nullptr && !ed->uri.empty()) {
+    h.append(ed->uri);
+  } else if (!ex_->req.authority.empty()) {
     h.append(ex_->req.path.empty() ? std::string_view("/") : ex_->req.path);
     if (!ex_->req.query.empty()) {
       h.append("?").append(ex_->req.query);
@@ -173,19 +186,21 @@ void ClientConn::build_upstream_head() {
         (!listed.empty() && listed.contains(hd.name))) {
       continue;
     }
+    if (ed != nullptr && ed->headers.drops(hd.name)) {
+      continue;
+    }
     h.append(hd.name).append(": ").append(hd.value).append("\r\n");
   }
-  h.append("X-Real-IP: ").append(client_ip_).append("\r\nX-Forwarded-For: ");
-  if (!ex_->xff.empty()) {
-    h.append(ex_->xff).append(", ");
+  append_forwarding_headers(ed);
+  if (ed != nullptr) {
+    // Framing and hop-by-hop fields are the codec's: an edit cannot forge them.
+    ed->headers.for_each_added([&h](std::string_view name, std::string_view value) {
+      if (!http::is_hop_by_hop(name) && !http::iequals(name, "content-length") &&
+          !http::iequals(name, "host") && !http::iequals(name, "expect")) {
+        h.append(name).append(": ").append(value).append("\r\n");
+      }
+    });
   }
-  h.append(client_ip_).append("\r\nX-Forwarded-Proto: http\r\n");
-  if (!ex_->req.host.empty()) {  // an HTTP/1.0 request may come without a Host
-    h.append("X-Forwarded-Host: ").append(strip_port(ex_->req.host)).append("\r\n");
-  }
-  h.append("X-Forwarded-Port: ");
-  common::append_uint(h, local_port_);
-  h.append("\r\n");
   if (req_body_ == http::BodyKind::kLength) {
     h.append("Content-Length: ");
     common::append_uint(h, req_left_);
@@ -196,13 +211,45 @@ void ClientConn::build_upstream_head() {
     h.append("Content-Length: 0\r\n");  // an explicit empty body (POST) stays explicit
   }
   h.append("\r\n");
-  ex_->client_host.assign(ex_->req.host);
+  ex_->client_host.assign(ed != nullptr && !ed->host.empty() ? std::string_view(ed->host)
+                                                             : ex_->req.host);
+}
+
+// X-Real-IP and X-Forwarded-*, each unless a plugin's edit names it (its value then comes with
+// the edits).
+void ClientConn::append_forwarding_headers(const plugin::RequestEdits* ed) {
+  std::string& h = ex_->up_head;
+  auto ours = [ed](std::string_view name) { return ed == nullptr || !ed->headers.drops(name); };
+  if (ours("x-real-ip")) {
+    h.append("X-Real-IP: ").append(client_ip_).append("\r\n");
+  }
+  if (ours("x-forwarded-for")) {
+    h.append("X-Forwarded-For: ");
+    if (!ex_->xff.empty()) {
+      h.append(ex_->xff).append(", ");
+    }
+    h.append(client_ip_).append("\r\n");
+  }
+  if (ours("x-forwarded-proto")) {
+    h.append("X-Forwarded-Proto: http\r\n");
+  }
+  // An HTTP/1.0 request may come without a Host.
+  if (!ex_->req.host.empty() && ours("x-forwarded-host")) {
+    h.append("X-Forwarded-Host: ").append(strip_port(ex_->req.host)).append("\r\n");
+  }
+  if (ours("x-forwarded-port")) {
+    h.append("X-Forwarded-Port: ");
+    common::append_uint(h, local_port_);
+    h.append("\r\n");
+  }
 }
 
 // Inserts the Host line for node `node` (pass_host decides which).
 void ClientConn::set_host_line(int node) {
   std::string_view host;
-  switch (up_conf_->pass_host) {
+  // A plugin's host edit (proxy-rewrite's `host`) wins over pass_host: it is in client_host.
+  bool edited = plugins_ && !ex_->pctx.upstream.host.empty();
+  switch (edited ? upstream::PassHost::kPass : up_conf_->pass_host) {
     case upstream::PassHost::kPass:
       // An HTTP/1.0 client may send no Host; HTTP/1.1 upstreams require one.
       host = ex_->client_host.empty() ? std::string_view(up_conf_->nodes[node].host_header)
@@ -256,7 +303,7 @@ void ClientConn::note_try(int status) {
 }
 
 bool ClientConn::can_send_again() const {
-  return !response_started_ && !body_taken_ && (!req_written_ || http::is_idempotent(method_));
+  return !response_started_ && !body_taken_ && (!req_written_ || http::is_idempotent(up_method_));
 }
 
 // Spends one of the tries left, if the request may be sent again and retry_timeout allows.
@@ -468,7 +515,7 @@ ClientConn::Step ClientConn::produce_request_piece() {
 }
 
 bool ClientConn::can_retry_idle_failure() const {
-  return up_reused_ && !retried_idle_ && !response_started_ && http::is_idempotent(method_) &&
+  return up_reused_ && !retried_idle_ && !response_started_ && http::is_idempotent(up_method_) &&
          req_body_ == http::BodyKind::kNone && up_ && up_->in().empty();
 }
 

@@ -75,7 +75,8 @@ ClientConn::Step ClientConn::read_response_head() {
   while (true) {
     io::Buffer& b = up_->in();
     if (!b.empty()) {
-      h1::ParseResult r = h1::parse_response(b.view(), w_.settings().limits, method_, &ex_->resp);
+      h1::ParseResult r =
+          h1::parse_response(b.view(), w_.settings().limits, up_method_, &ex_->resp);
       if (r.status == h1::ParseStatus::kComplete) {
         if (ex_->resp.status >= 100 && ex_->resp.status < 200 && ex_->resp.status != 101) {
           b.consume(r.consumed);  // interim responses are the gateway's business, not relayed
@@ -130,56 +131,67 @@ void ClientConn::build_response_head() {
   ex_->resp_chunked.reset();
   last_chunk_sent_ = false;
   resp_chunk_out_ = false;
-  bool pass_length = false;  // HEAD and 304 keep the upstream's Content-Length as is
-  if (resp_body_ == http::BodyKind::kChunked || resp_body_ == http::BodyKind::kUntilClose) {
+  if (!req_body_done_ || w_.draining()) {
+    keep_alive_ = false;
+  }
+  int status = ex_->resp.status;
+  const plugin::ResponseEdits* ed = nullptr;
+  if (plugins_) {
+    ex_->pctx.upstream_resp = &ex_->resp;
+    plugin_header_filter(status);
+    ex_->pctx.upstream_resp = nullptr;
+    if (!ex_->pctx.resp.empty() || ex_->pctx.resp.content_length >= 0) {
+      ed = &ex_->pctx.resp;
+      status = ed->status != 0 ? ed->status : status;
+    }
+  }
+  // Content-Length: the upstream's length re-sent (kLength), kept as is (HEAD, 304), a
+  // plugin's, or none with the body re-framed as chunks (or by the close for HTTP/1.0).
+  bool pass_length = false;
+  int64_t length = resp_body_ == http::BodyKind::kLength ? static_cast<int64_t>(resp_left_) : -1;
+  bool reframe =
+      resp_body_ == http::BodyKind::kChunked || resp_body_ == http::BodyKind::kUntilClose;
+  bool body_allowed = method_ != http::Method::kHead && status != 204 && status != 304 &&
+                      (status < 100 || status >= 200);
+  resp_body_allowed_ = body_allowed;
+  if (ed != nullptr && ed->content_length >= 0) {
+    length = ed->content_length;
+    reframe = false;
+  } else if (ed != nullptr && ed->body_changes && body_allowed) {
+    length = -1;
+    reframe = true;
+  } else if (resp_body_ == http::BodyKind::kNone) {
+    pass_length = method_ == http::Method::kHead || status == 304;
+    if (!pass_length && up_method_ == http::Method::kHead && body_allowed) {
+      length = 0;  // the upstream was asked HEAD for a client's GET: an empty body
+    }
+  }
+  if (reframe) {
     if (client_http10_) {
       keep_alive_ = false;  // a 1.0 client learns the end from the close
     } else {
       resp_chunk_out_ = true;
     }
-  } else if (resp_body_ == http::BodyKind::kNone) {
-    pass_length = method_ == http::Method::kHead || ex_->resp.status == 304;
   }
-  if (!req_body_done_ || w_.draining()) {
-    keep_alive_ = false;
-  }
-  if (plugins_) {
-    plugin_header_filter(ex_->resp.status);
-  }
-  const Settings& st = w_.settings();
   std::string& h = ex_->out_head;
   h.clear();
   h.append("HTTP/1.1 ");
-  common::append_uint(h, static_cast<uint64_t>(ex_->resp.status));
+  common::append_uint(h, static_cast<uint64_t>(status));
   h.push_back(' ');
-  h.append(ex_->resp.reason).append("\r\n");
-  const http::ConnectionTokens listed(ex_->resp.headers, ex_->resp.num_headers);
-  for (size_t i = 0; i < ex_->resp.num_headers; ++i) {
-    const http::Header& hd = ex_->resp.headers[i];
-    if (http::is_hop_by_hop(hd.name) || (!listed.empty() && listed.contains(hd.name))) {
-      continue;
-    }
-    if (http::iequals(hd.name, "content-length") && !pass_length) {
-      continue;
-    }
-    if (!st.server_header.empty() && http::iequals(hd.name, "server")) {
-      continue;
-    }
-    h.append(hd.name).append(": ").append(hd.value).append("\r\n");
-  }
-  h.append(st.server_header);
+  h.append(status == ex_->resp.status ? ex_->resp.reason : status_reason(status)).append("\r\n");
+  append_upstream_headers(pass_length, ed);
   if (ex_->resp.status >= 500) {
     // APISIX: tells an upstream's 5xx from the gateway's own, with every try's status (failed
     // tries noted theirs; a successful one's is needed only here).
     note_try(ex_->resp.status);
     h.append("X-APISIX-Upstream-Status: ").append(ex_->up_statuses).append("\r\n");
   }
-  if (plugins_) {
-    h.append(ex_->pctx.resp_headers);
+  if (ed != nullptr) {
+    append_added_headers(ed->headers);
   }
-  if (resp_body_ == http::BodyKind::kLength) {
+  if (length >= 0) {
     h.append("Content-Length: ");
-    common::append_uint(h, resp_left_);
+    common::append_uint(h, static_cast<uint64_t>(length));
     h.append("\r\n");
   } else if (resp_chunk_out_) {
     h.append("Transfer-Encoding: chunked\r\n");
@@ -197,6 +209,41 @@ void ClientConn::build_response_head() {
   response_started_ = true;
 }
 
+// The upstream's end-to-end fields, less those the gateway regenerates and those a plugin's
+// edit names.
+void ClientConn::append_upstream_headers(bool pass_length, const plugin::ResponseEdits* ed) {
+  const Settings& st = w_.settings();
+  std::string& h = ex_->out_head;
+  const http::ConnectionTokens listed(ex_->resp.headers, ex_->resp.num_headers);
+  for (size_t i = 0; i < ex_->resp.num_headers; ++i) {
+    const http::Header& hd = ex_->resp.headers[i];
+    if (http::is_hop_by_hop(hd.name) || (!listed.empty() && listed.contains(hd.name))) {
+      continue;
+    }
+    if (http::iequals(hd.name, "content-length") && !pass_length) {
+      continue;
+    }
+    if (ed != nullptr && ed->headers.drops(hd.name)) {
+      continue;
+    }
+    if (!st.server_header.empty() && http::iequals(hd.name, "server")) {
+      continue;
+    }
+    h.append(hd.name).append(": ").append(hd.value).append("\r\n");
+  }
+  h.append(st.server_header);
+}
+
+// The fields plugins added or set, less framing and hop-by-hop ones, which are the codec's.
+void ClientConn::append_added_headers(const plugin::HeaderEdits& edits) {
+  std::string& h = ex_->out_head;
+  edits.for_each_added([&h](std::string_view name, std::string_view value) {
+    if (!http::is_hop_by_hop(name) && !http::iequals(name, "content-length")) {
+      h.append(name).append(": ").append(value).append("\r\n");
+    }
+  });
+}
+
 // Loads the next piece of response body into out_.
 ClientConn::Step ClientConn::produce_response_piece() {
   io::Buffer& b = up_->in();
@@ -208,16 +255,24 @@ ClientConn::Step ClientConn::produce_response_piece() {
         resp_left_ -= n;
         resp_done_ = resp_left_ == 0;
       }
-      add_response_data({b.data(), n});
       out_consume_ = n;
-      return Step::kProgress;
+      if (add_response_data({b.data(), n})) {
+        return Step::kProgress;
+      }
+      b.consume(n);  // a plugin dropped the piece: nothing to write
+      out_consume_ = 0;
+      continue;
     }
     h1::ChunkedDecoder::Step s = ex_->resp_chunked.step(b.view());
     switch (s.status) {
       case h1::ChunkedDecoder::Status::kData:
-        add_response_data(s.data);
         out_consume_ = s.consumed;
-        return Step::kProgress;
+        if (add_response_data(s.data)) {
+          return Step::kProgress;
+        }
+        b.consume(s.consumed);  // a plugin dropped the piece: nothing to write
+        out_consume_ = 0;
+        break;
       case h1::ChunkedDecoder::Status::kDone:
         b.consume(s.consumed);
         resp_done_ = true;
@@ -237,12 +292,20 @@ ClientConn::Step ClientConn::produce_response_piece() {
   return resp_done_ ? Step::kDone : Step::kWait;
 }
 
-void ClientConn::add_response_data(std::string_view data) {
-  piece_ = true;
-  ex_->pctx.bytes_out += data.size();
+bool ClientConn::add_response_data(std::string_view data) {
   if (plugins_) {
-    plugin::run_body_filter(ex_->chains, ex_->pctx, data, false);
+    data = plugin::run_body_filter(ex_->chains, ex_->pctx, data, false);
+    if (data.empty()) {
+      return false;
+    }
   }
+  ex_->pctx.bytes_out += data.size();
+  piece_ = true;
+  queue_body(data);
+  return true;
+}
+
+void ClientConn::queue_body(std::string_view data) {
   if (resp_chunk_out_) {
     size_t hl = h1::format_chunk_size(data.size(), ex_->chunk_hdr);
     out_.add({ex_->chunk_hdr, hl});
@@ -262,11 +325,16 @@ ClientConn::Step ClientConn::send_response() {
       }
     }
     if (resp_done_ && !last_chunk_sent_) {
+      if (plugins_) {
+        // The last piece: what a plugin still has to say (a replaced body) goes before the end.
+        std::string_view tail = plugin::run_body_filter(ex_->chains, ex_->pctx, {}, true);
+        if (!tail.empty() && resp_body_allowed_) {
+          ex_->pctx.bytes_out += tail.size();
+          queue_body(tail);
+        }
+      }
       if (resp_chunk_out_) {
         out_.add(h1::kLastChunk);
-      }
-      if (plugins_) {
-        plugin::run_body_filter(ex_->chains, ex_->pctx, {}, true);
       }
       last_chunk_sent_ = true;
     }

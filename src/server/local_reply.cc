@@ -10,6 +10,9 @@
 namespace sluice::server {
 
 void ClientConn::local_reply(int status, std::string_view body, bool close) {
+  if (!ex_) {
+    ex_ = w_.take_exchange();
+  }
   std::string body_text(body);
   if (body.empty() && status >= 400) {
     body_text = fmt::format("{{\"error_msg\":\"{} {}\"}}\n", status, status_reason(status));
@@ -18,11 +21,20 @@ void ClientConn::local_reply(int status, std::string_view body, bool close) {
   if (!body_text.empty()) {
     type = body_text.front() == '{' ? "application/json" : "text/plain";
   }
+  if (plugins_) {
+    // header_filter edits the head; the body is whole, so body_filter sees it as one last
+    // piece before its length is written.
+    plugin_header_filter(status);
+    if (ex_->pctx.resp.status != 0) {
+      status = ex_->pctx.resp.status;
+    }
+    std::string_view out = plugin::run_body_filter(ex_->chains, ex_->pctx, body_text, true);
+    if (out.data() != body_text.data() || out.size() != body_text.size()) {
+      body_text.assign(out);
+    }
+  }
   if (reply_head(status, type, {}, body_text.size(), close)) {
     ex_->out_head += body_text;
-    if (plugins_) {
-      plugin::run_body_filter(ex_->chains, ex_->pctx, body_text, true);
-    }
   }
   out_.add(ex_->out_head);
 }
@@ -33,10 +45,11 @@ bool ClientConn::reply_head(int status, std::string_view content_type,
     ex_ = w_.take_exchange();
   }
   release_upstream(false);
+  const plugin::HeaderEdits* edits = nullptr;
   if (!plugins_) {
     snap_.reset();  // with plugins, the log phase still needs the chains it pins
-  } else {
-    plugin_header_filter(status);
+  } else if (!ex_->pctx.resp.headers.empty()) {
+    edits = &ex_->pctx.resp.headers;
   }
   if (close || !req_body_done_ || w_.draining()) {
     keep_alive_ = false;
@@ -48,7 +61,7 @@ bool ClientConn::reply_head(int status, std::string_view content_type,
   h.clear();
   fmt::format_to(std::back_inserter(h), "HTTP/1.1 {} {}\r\n{}Date: {}\r\n", status,
                  status_reason(status), w_.settings().server_header, w_.http_date());
-  if (!content_type.empty()) {
+  if (!content_type.empty() && (edits == nullptr || !edits->drops("content-type"))) {
     h.append("Content-Type: ").append(content_type).append("\r\n");
   }
   h.append(extra_headers);
@@ -56,8 +69,8 @@ bool ClientConn::reply_head(int status, std::string_view content_type,
     // The gateway's 502/504 after its tries (APISIX sets it from $upstream_status).
     h.append("X-APISIX-Upstream-Status: ").append(ex_->up_statuses).append("\r\n");
   }
-  if (plugins_) {
-    h.append(ex_->pctx.resp_headers);
+  if (edits != nullptr) {
+    append_added_headers(*edits);
   }
   // RFC 9110 8.6: no Content-Length (and no body) on 1xx or 204; 304 has none to describe.
   bool bodiless = status < 200 || status == 204 || status == 304;

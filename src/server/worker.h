@@ -12,7 +12,6 @@
 
 #include "io/event_loop.h"
 #include "metrics/conn_stats.h"
-#include "metrics/http_metrics.h"
 #include "plugin/plugin.h"
 #include "proxy/pool.h"
 #include "server/conn_limits.h"
@@ -34,7 +33,6 @@ class Worker final : public plugin::Host {
 
   // Before run(): where this worker records the prometheus plugin's samples (owned by the
   // caller, which also reads them; null: the plugin records nothing).
-  void set_http_metrics(metrics::HttpMetrics* m) { plugin_local_.http_metrics = m; }
   // Connection counts for apisix_nginx_http_current_connections; read by any thread.
   const metrics::ConnStats& conn_stats() const { return stats_; }
 

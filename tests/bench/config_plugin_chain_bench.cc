@@ -20,6 +20,7 @@
 #include "metrics/http_metrics.h"
 #include "plugin/chain.h"
 #include "plugin/info.h"
+#include "plugins/prometheus/prometheus.h"
 #include "router/ip.h"
 
 namespace sluice::config {
@@ -61,7 +62,7 @@ class Fixture {
     match_.remote_addr = "127.0.0.1";
     router::parse_ip("127.0.0.1", &match_.remote_ip);
     match_.server_port = 9080;
-    worker_.http_metrics = &metrics_;
+    worker_.set_slot(plugins::prometheus::slot_tag(), &metrics_);
     worker_.loop = &loop_;  // limit-count reads the loop's clock (updated once per batch)
   }
   const std::string& error() const { return error_; }

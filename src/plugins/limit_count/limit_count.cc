@@ -1,6 +1,6 @@
 #include "plugins/limit_count/limit_count.h"
 
-#include <fmt/format.h>
+#include <charconv>
 
 #include "common/strings.h"
 #include "io/event_loop.h"
@@ -11,6 +11,12 @@ using plugin::Action;
 using plugin::Context;
 
 namespace {
+
+// `v` in decimal, written into `buf` (24 bytes).
+std::string_view decimal(uint64_t v, char* buf) {
+  auto r = std::to_chars(buf, buf + 24, v);
+  return {buf, static_cast<size_t>(r.ptr - buf)};
+}
 
 // FNV-1a: stable across processes and architectures, so two nodes sharing a Redis name the
 // same conf the same way.
@@ -104,7 +110,7 @@ LimitCount::LimitCount(Conf conf, std::string scope, std::shared_ptr<CounterTabl
       parts_.push_back({std::move(pieces[i]), std::move(v), is_var});
     }
   }
-  limit_line_ = fmt::format("X-RateLimit-Limit: {}\r\n", conf_.count);
+  limit_value_ = std::to_string(conf_.count);
   if (conf_.has_rejected_msg) {
     rejected_body_ = plugin::Json{{"error_msg", conf_.rejected_msg}}.dump() + "\n";
   }
@@ -167,12 +173,11 @@ Action LimitCount::access(Context& ctx) const {
 
 Action LimitCount::verdict(Context& ctx, bool allowed, uint64_t remaining, uint64_t reset_s) const {
   if (conf_.show_limit_quota_header) {
-    std::string& h = ctx.resp_headers;
-    h.append(limit_line_).append("X-RateLimit-Remaining: ");
-    common::append_uint(h, allowed ? remaining : 0);
-    h.append("\r\nX-RateLimit-Reset: ");
-    common::append_uint(h, reset_s);
-    h.append("\r\n");
+    plugin::HeaderEdits& h = ctx.resp.headers;
+    char num[24];
+    h.add("X-RateLimit-Limit", limit_value_);
+    h.add("X-RateLimit-Remaining", decimal(allowed ? remaining : 0, num));
+    h.add("X-RateLimit-Reset", decimal(reset_s, num));
   }
   if (allowed) {
     return Action::kContinue;

@@ -54,7 +54,7 @@ class LimitCount final : public plugin::Plugin {
   uint64_t scope_hash_ = 0;  // of scope_, which already holds the conf's hash
   std::vector<Part> parts_;  // key_type var (one var) or var_combination
   std::shared_ptr<CounterTable> table_;  // policy local
-  std::string limit_line_;               // "X-RateLimit-Limit: <count>\r\n"
+  std::string limit_value_;              // X-RateLimit-Limit's value: the count
   std::string rejected_body_;
   RedisTarget redis_;         // policy redis / redis-cluster
   std::string redis_prefix_;  // "plugin-limit-count:<scope>:"

@@ -8,7 +8,15 @@
 
 namespace sluice::plugins::prometheus {
 
+// Its lifecycle hooks own the workers' metric cells: process_init makes one per worker,
+// worker_init hands each worker its own, control renders them all for the export server.
 const plugin::PluginInfo& info();
+
+// The WorkerLocal slot (plugin.h) holding a worker's metrics::HttpMetrics cell.
+const void* slot_tag();
+
+// plugin_attr.prometheus.max_label_sets when not set.
+inline constexpr size_t kDefaultMaxLabelSets = 10000;
 
 // Thread: any (immutable)
 class Prometheus final : public plugin::Plugin {

@@ -234,7 +234,7 @@ TEST(GatewayConfig, PluginsAndPluginAttrDefaults) {
   EXPECT_EQ(c.prometheus.addr.ip, "127.0.0.1");
   EXPECT_EQ(c.prometheus.addr.port, 9091);
   EXPECT_EQ(c.prometheus.uri, "/apisix/prometheus/metrics");
-  EXPECT_EQ(c.prometheus.max_label_sets, 10000);
+  EXPECT_FALSE(c.plugin_attr.contains("prometheus"));  // the plugin's default applies
   EXPECT_EQ(c.plugin_attr, nlohmann::json::object());
   // An empty list is a list: nothing is enabled.
   GatewayConfig none = parse_ok("plugins: []\n");
@@ -268,8 +268,10 @@ plugin_attr:
   EXPECT_EQ(c.prometheus.uri, "/metrics");
   EXPECT_EQ(c.prometheus.addr.ip, "0.0.0.0");
   EXPECT_EQ(c.prometheus.addr.port, 9100);
-  EXPECT_EQ(c.prometheus.max_label_sets, 5);
-  EXPECT_EQ(c.plugin_attr, nlohmann::json::parse(R"({"limit-count": {"local_keys": 4096}})"));
+  EXPECT_EQ(c.plugin_attr["prometheus"]["max_label_sets"], 5);
+  EXPECT_EQ(c.plugin_attr,
+            nlohmann::json::parse(
+                R"({"limit-count": {"local_keys": 4096}, "prometheus": {"max_label_sets": 5}})"));
 }
 
 TEST(GatewayConfig, PluginsAndPluginAttrErrors) {

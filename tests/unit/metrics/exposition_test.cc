@@ -78,6 +78,10 @@ TEST(ExpositionTest, EmptyInputStillPrintsEveryFamilyHead) {
             "# TYPE apisix_http_latency histogram\n"
             "# HELP apisix_bandwidth Total bandwidth in bytes consumed per service in APISIX\n"
             "# TYPE apisix_bandwidth counter\n"
+            "# HELP sluice_prometheus_dropped_samples_total Samples the prometheus plugin did not "
+            "record because a worker reached plugin_attr.prometheus.max_label_sets\n"
+            "# TYPE sluice_prometheus_dropped_samples_total counter\n"
+            "sluice_prometheus_dropped_samples_total 0\n"
             "# HELP apisix_nginx_http_current_connections Number of HTTP connections\n"
             "# TYPE apisix_nginx_http_current_connections gauge\n"
             "apisix_nginx_http_current_connections{state=\"active\"} 0\n"
@@ -92,11 +96,7 @@ TEST(ExpositionTest, EmptyInputStillPrintsEveryFamilyHead) {
             "apisix_http_requests_total 0\n"
             "# HELP apisix_node_info Info of APISIX node\n"
             "# TYPE apisix_node_info gauge\n"
-            "apisix_node_info{hostname=\"\",version=\"\"} 1\n"
-            "# HELP sluice_prometheus_dropped_samples_total Samples the prometheus plugin did not "
-            "record because a worker reached plugin_attr.prometheus.max_label_sets\n"
-            "# TYPE sluice_prometheus_dropped_samples_total counter\n"
-            "sluice_prometheus_dropped_samples_total 0\n");
+            "apisix_node_info{hostname=\"\",version=\"\"} 1\n");
 }
 
 TEST(ExpositionTest, ConnectionStatesAndRequestsSumOverWorkers) {

@@ -75,9 +75,9 @@ class Recorder final : public Plugin {
   Action before_proxy(Context& ctx) const override { return hit(Phase::kBeforeProxy, ctx); }
   void header_filter(Context& ctx) const override { hit(Phase::kHeaderFilter, ctx); }
   void log(Context& ctx) const override { hit(Phase::kLog, ctx); }
-  void body_filter(Context& ctx, std::string_view piece, bool eof) const override {
+  void body_filter(Context& ctx, BodyPiece& piece) const override {
     hit(Phase::kBodyFilter, ctx);
-    calls_->back() += "(" + std::string(piece) + (eof ? ",eof)" : ")");
+    calls_->back() += "(" + std::string(piece.data()) + (piece.eof() ? ",eof)" : ")");
   }
 
  private:
@@ -465,6 +465,114 @@ TEST(RunBodyFilter, EachPieceReachesEveryBodyFilterGlobalFirst) {
   EXPECT_TRUE(f.calls.empty());
 }
 
+// A body_filter that rewrites pieces: "upper" replaces each with its upper case, "drop" drops
+// pieces that are not the last, "tail" replaces the last piece with "<end>". Its header_filter
+// marks the request when the status is 200, and its body_filter only acts on marked requests.
+class Rewriter final : public Plugin {
+ public:
+  explicit Rewriter(std::string mode) : mode_(std::move(mode)) {}
+  uint32_t phases() const override {
+    return phase_bit(Phase::kHeaderFilter) | phase_bit(Phase::kBodyFilter);
+  }
+  void header_filter(Context& ctx) const override {
+    if (ctx.status == 200) {
+      ctx.mark();
+    }
+  }
+  void body_filter(Context& ctx, BodyPiece& piece) const override {
+    if (!ctx.marked()) {
+      return;
+    }
+    if (mode_ == "upper") {
+      std::string up(piece.data());
+      for (char& ch : up) {
+        ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
+      }
+      piece.replace(up);
+    } else if (mode_ == "drop" && !piece.eof()) {
+      piece.drop();
+    } else if (mode_ == "tail" && piece.eof()) {
+      piece.replace("<end>");
+    }
+  }
+
+ private:
+  std::string mode_;
+};
+
+Entry rewriter(const std::string& mode, int priority) {
+  Entry e;
+  e.name = mode;
+  e.priority = priority;
+  e.plugin = std::make_shared<Rewriter>(mode);
+  return e;
+}
+
+TEST(RunBodyFilter, HooksReplaceAndDropPiecesInTurn) {
+  std::vector<Entry> r;
+  r.push_back(rewriter("upper", 30));
+  r.push_back(rewriter("tail", 20));
+  Chain route(std::move(r));
+  Chains c{nullptr, &route};
+  Context ctx;
+  ctx.status = 200;
+  run_response(c, ctx, Phase::kHeaderFilter);
+  EXPECT_EQ(run_body_filter(c, ctx, "hello", false), "HELLO");
+  EXPECT_EQ(run_body_filter(c, ctx, "", true), "<end>");  // upper ran first, then tail
+
+  std::vector<Entry> d;
+  d.push_back(rewriter("drop", 30));
+  d.push_back(rewriter("upper", 20));  // sees the dropped piece as empty
+  Chain dropping(std::move(d));
+  Context ctx2;
+  ctx2.status = 200;
+  Chains c2{nullptr, &dropping};
+  run_response(c2, ctx2, Phase::kHeaderFilter);
+  EXPECT_EQ(run_body_filter(c2, ctx2, "abc", false), "");
+  EXPECT_EQ(run_body_filter(c2, ctx2, "last", true), "LAST");
+}
+
+TEST(RunBodyFilter, UntouchedPiecesAreTheSameBytes) {
+  std::vector<Entry> r;
+  r.push_back(rewriter("upper", 30));
+  Chain route(std::move(r));
+  Context ctx;
+  ctx.status = 404;  // not marked: the hook leaves the piece alone
+  run_response(Chains{nullptr, &route}, ctx, Phase::kHeaderFilter);
+  std::string_view in = "body";
+  std::string_view out = run_body_filter(Chains{nullptr, &route}, ctx, in, true);
+  EXPECT_EQ(out.data(), in.data());
+  EXPECT_EQ(out.size(), in.size());
+}
+
+TEST(ContextMarks, EachEntryHasItsOwnBitInBothChains) {
+  std::vector<Entry> g, r;
+  g.push_back(rewriter("upper", 10));
+  r.push_back(rewriter("upper", 10));
+  r.push_back(rewriter("tail", 5));
+  Chain global(std::move(g)), route(std::move(r));
+  Context ctx;
+  ctx.status = 200;
+  run_response(Chains{&global, &route}, ctx, Phase::kHeaderFilter);
+  EXPECT_EQ(ctx.marks_[0], 1u);  // the global rule's entry 0
+  EXPECT_EQ(ctx.marks_[1], 3u);  // the route's entries 0 and 1
+  ctx.reset();
+  EXPECT_EQ(ctx.marks_[0] | ctx.marks_[1], 0u);
+}
+
+TEST(WorkerLocalSlots, FoundByTagAndReplaced) {
+  static const char a = 0, b = 0;
+  WorkerLocal w;
+  int x = 1, y = 2;
+  EXPECT_EQ(w.slot<int>(&a), nullptr);
+  w.set_slot(&a, &x);
+  w.set_slot(&b, &y);
+  EXPECT_EQ(w.slot<int>(&a), &x);
+  EXPECT_EQ(w.slot<int>(&b), &y);
+  w.set_slot(&a, &y);
+  EXPECT_EQ(w.slot<int>(&a), &y);
+}
+
 TEST(RunResponse, OnlyOneChain) {
   TwoChains t;
   Chains both = t.chains();
@@ -481,7 +589,11 @@ TEST(Context, ResetClearsTheRequestButKeepsCapacity) {
   ctx.match = req.ctx;
   ctx.route_id = "1";
   ctx.consumer = "jack";
-  ctx.resp_headers = "X-A: 1\r\n";
+  ctx.resp.headers.add("X-A", "1");
+  ctx.resp.status = 201;
+  ctx.upstream.uri = "/y";
+  ctx.entry = 3;
+  ctx.mark();
   ctx.reply_status = 503;
   ctx.reply_body = "x";
   ctx.status = 200;
@@ -497,7 +609,9 @@ TEST(Context, ResetClearsTheRequestButKeepsCapacity) {
   EXPECT_EQ(ctx.match.req, nullptr);
   EXPECT_TRUE(ctx.route_id.empty());
   EXPECT_TRUE(ctx.consumer.empty());
-  EXPECT_TRUE(ctx.resp_headers.empty());
+  EXPECT_TRUE(ctx.resp.empty());
+  EXPECT_TRUE(ctx.upstream.empty());
+  EXPECT_FALSE(ctx.marked());
   EXPECT_EQ(ctx.reply_status, 0);
   EXPECT_TRUE(ctx.reply_body.empty());
   EXPECT_EQ(ctx.status, 0);

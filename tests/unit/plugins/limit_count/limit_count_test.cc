@@ -26,6 +26,15 @@ inline void PrintTo(Action a, std::ostream* os) {
 namespace sluice::plugins::limit_count {
 namespace {
 
+// The response header fields a hook added, as "Name: value\r\n" lines.
+std::string lines(const plugin::HeaderEdits& e) {
+  std::string out;
+  e.for_each_added([&out](std::string_view n, std::string_view v) {
+    out.append(n).append(": ").append(v).append("\r\n");
+  });
+  return out;
+}
+
 using plugin::Action;
 using plugin::Json;
 using Headers = std::initializer_list<std::pair<std::string_view, std::string_view>>;
@@ -68,7 +77,7 @@ class LimitCountTest : public ::testing::Test {
     o.action = p->access(ctx);
     o.status = ctx.reply_status;
     o.body = ctx.reply_body;
-    o.headers = ctx.resp_headers;
+    o.headers = lines(ctx.resp.headers);
     EXPECT_EQ(ctx.pending, nullptr);
     return o;
   }
@@ -327,7 +336,7 @@ TEST_F(LimitCountTest, RedisFailureAnswers) {
   // The redis verdict shares the local one's headers and reply.
   plugin::Context ctx3;
   EXPECT_EQ(s->verdict(ctx3, false, 0, 12), kNo);
-  EXPECT_EQ(ctx3.resp_headers, quota(1, 0, 12));
+  EXPECT_EQ(lines(ctx3.resp.headers), quota(1, 0, 12));
   EXPECT_EQ(ctx3.reply_status, 503);
 }
 

@@ -43,7 +43,7 @@ bool contains(const std::string& text, std::string_view line) {
 class PrometheusTest : public ::testing::Test {
  protected:
   PrometheusTest() : metrics_(100) {
-    worker_.http_metrics = &metrics_;
+    worker_.set_slot(slot_tag(), &metrics_);
     ctx_.worker = &worker_;
     ctx_.route_id = "1";
     ctx_.route_name = "hello";
@@ -186,13 +186,52 @@ TEST_F(PrometheusTest, PreferNameOffKeepsIds) {
 TEST_F(PrometheusTest, WithoutHttpMetricsNothingIsRecorded) {
   PluginPtr p = make("{}");
   ASSERT_NE(p, nullptr);
-  worker_.http_metrics = nullptr;
+  worker_.set_slot(slot_tag(), nullptr);
   p->log(ctx_);
   EXPECT_EQ(metrics_.series(), 0u);
   EXPECT_FALSE(contains(render(metrics_), "apisix_http_status{")) << render(metrics_);
-  worker_.http_metrics = &metrics_;
+  worker_.set_slot(slot_tag(), &metrics_);
   p->log(ctx_);
   EXPECT_EQ(metrics_.series(), 2u);  // one status set and its route set
+}
+
+// The lifecycle hooks own the cells: one per worker from process_init, each worker's own
+// from worker_init, all of them summed by the control endpoint.
+TEST(PrometheusLifecycle, HooksMakeOneCellPerWorkerAndControlSumsThem) {
+  plugin::Shared shared;
+  shared.attr = Json::parse(R"({"prometheus": {"max_label_sets": 2}})");
+  ASSERT_NE(info().process_init, nullptr);
+  info().process_init(shared, plugin::ProcessEnv{2});
+  plugin::WorkerLocal w0, w1;
+  w0.worker_id = 0;
+  w1.worker_id = 1;
+  info().worker_init(shared, w0);
+  info().worker_init(shared, w1);
+  auto* c0 = w0.slot<metrics::HttpMetrics>(slot_tag());
+  auto* c1 = w1.slot<metrics::HttpMetrics>(slot_tag());
+  ASSERT_NE(c0, nullptr);
+  ASSERT_NE(c1, nullptr);
+  EXPECT_NE(c0, c1);
+  PluginPtr p = make("{}");
+  ASSERT_NE(p, nullptr);
+  plugin::Context ctx;
+  ctx.route_id = "1";
+  ctx.status = 200;
+  ctx.worker = &w0;
+  p->log(ctx);
+  ctx.worker = &w1;
+  p->log(ctx);
+  std::string text = info().control(shared);
+  EXPECT_TRUE(contains(text, "apisix_http_status{code=\"200\",route=\"1\"")) << text;
+  EXPECT_TRUE(contains(text, "\"} 2\n")) << text;
+  // max_label_sets 2 came from plugin_attr: w1 holds two sets, a third is dropped.
+  ctx.status = 404;
+  p->log(ctx);
+  EXPECT_TRUE(contains(info().control(shared), "sluice_prometheus_dropped_samples_total 1"));
+  // The gateway's own families are not the plugin's to render.
+  EXPECT_FALSE(contains(text, "apisix_node_info")) << text;
+  info().destroy(shared);
+  EXPECT_EQ(info().control(shared).find("apisix_http_status{"), std::string::npos);
 }
 
 }  // namespace
