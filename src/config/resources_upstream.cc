@@ -78,8 +78,16 @@ void decode_connection_fields(FieldDecoder& d, UpstreamConf* u) {
   d.field("keepalive_pool", &u->keepalive_pool, as_keepalive_pool);
   d.field("pass_host", &u->pass_host, as_pass_host);
   d.field("upstream_host", &u->upstream_host, as_host);
-  d.field("scheme", &u->scheme, [](const Json& v) {
-    return as_enum(v, {"http", "https", "grpc", "grpcs"});
+  d.field("scheme", &u->scheme, [](const Json& v) -> StatusOr<std::string> {
+    auto s = as_enum(v, {"http", "https", "grpc", "grpcs"});
+    if (s.is_ok() && *s != "http") {
+      // Accepting it would send plaintext HTTP/1.1 where the operator asked for TLS or gRPC.
+      return Status::error(fmt::format(
+          "scheme \"{}\" is not supported yet: Sluice speaks only plaintext HTTP/1.1 to "
+          "upstreams for now, and will not send a request meant for {} in plaintext",
+          *s, *s == "grpc" ? "gRPC" : "TLS"));
+    }
+    return s;
   });
 }
 

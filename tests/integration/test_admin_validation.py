@@ -101,6 +101,13 @@ ROUTE_CASES = {
     "upstream-nodes-type": (_r(upstream=_up(nodes="127.0.0.1:80")), None, ("nodes",)),
     "upstream-retries": (_r(upstream=_up(retries=-1)), None, ("retries",)),
     "upstream-scheme": (_r(upstream=_up(scheme="ftp")), None, ("scheme",)),
+    # Refused until TLS / gRPC to upstreams exist: storing them sent plaintext to port 443.
+    "upstream-scheme-https": (_r(upstream=_up(scheme="https")), None,
+                              ("scheme", "https", "not supported yet")),
+    "upstream-scheme-grpc": (_r(upstream=_up(scheme="grpc")), None,
+                             ("scheme", "grpc", "not supported yet")),
+    "upstream-scheme-grpcs": (_r(upstream=_up(scheme="grpcs")), None,
+                              ("scheme", "grpcs", "not supported yet")),
     "upstream-pass-host": (_r(upstream=_up(pass_host="bogus")), None, ("pass_host",)),
     "upstream-hash-on": (_r(upstream=_up(type="chash", key="remote_addr", hash_on="bogus")),
                          None, ("hash_on",)),

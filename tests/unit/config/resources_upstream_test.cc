@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include "config/resources.h"
+#include "config/upstream_nodes.h"
 
 namespace sluice::config {
 namespace {
@@ -41,7 +42,7 @@ TEST(DecodeUpstream, Valid) {
            "nodes": {"127.0.0.1:1980": 1}, "retries": 0, "retry_timeout": 0.5,
            "timeout": {"connect": 1, "send": 1, "read": 1},
            "keepalive_pool": {"size": 1, "idle_timeout": 0, "requests": 1},
-           "pass_host": "rewrite", "upstream_host": "example.com", "scheme": "grpcs",
+           "pass_host": "rewrite", "upstream_host": "example.com", "scheme": "http",
            "checks": {"active": {"http_path": "/status"}, "passive": {}},
            "create_time": 1, "update_time": 2})",
        nullptr},
@@ -89,6 +90,13 @@ TEST(DecodeUpstream, Errors) {
        R"(property "upstream_host" is required when pass_host is "rewrite")"},
       {R"({"nodes": {}, "scheme": "tcp"})",
        R"(property "scheme" validation failed: matches none of the enum values)"},
+      // Until TLS and gRPC to upstreams exist these are refused, never sent as plaintext.
+      {R"({"nodes": {}, "scheme": "https"})",
+       R"(property "scheme" validation failed: scheme "https" is not supported yet: Sluice speaks only plaintext HTTP/1.1 to upstreams for now, and will not send a request meant for TLS in plaintext)"},
+      {R"({"nodes": {}, "scheme": "grpcs"})",
+       R"(property "scheme" validation failed: scheme "grpcs" is not supported yet)"},
+      {R"({"nodes": {}, "scheme": "grpc"})",
+       R"(property "scheme" validation failed: scheme "grpc" is not supported yet: Sluice speaks only plaintext HTTP/1.1 to upstreams for now, and will not send a request meant for gRPC in plaintext)"},
       {R"({"nodes": {}, "hash_on": "ip"})",
        R"(property "hash_on" validation failed: matches none of the enum values)"},
       {R"({"type": "chash", "nodes": {}})", "missing key"},
@@ -129,7 +137,7 @@ TEST(DecodeUpstream, ReadsEveryField) {
   auto u = decode_upstream(Json::parse(R"({"id": 3, "type": "chash", "key": "remote_addr",
       "nodes": {"a.com:81": 2}, "retries": 2, "retry_timeout": 1.5,
       "timeout": {"connect": 1, "send": 2, "read": 3}, "keepalive_pool": {"size": 8},
-      "pass_host": "node", "scheme": "https", "checks": {"active": {}}})"));
+      "pass_host": "node", "scheme": "http", "checks": {"active": {}}})"));
   ASSERT_TRUE(u.is_ok()) << u.status().message();
   EXPECT_EQ(u->id, "3");
   EXPECT_EQ(u->type, BalancerType::kChash);
@@ -140,8 +148,23 @@ TEST(DecodeUpstream, ReadsEveryField) {
   EXPECT_EQ(u->keepalive_pool.size, 8);
   EXPECT_EQ(u->keepalive_pool.requests, 1000);
   EXPECT_EQ(u->pass_host, PassHost::kNode);
-  EXPECT_EQ(u->scheme, "https");
+  EXPECT_EQ(u->scheme, "http");
   EXPECT_EQ(u->checks, Json::parse(R"({"active": {}})"));
+}
+
+// Kept for when TLS to upstreams lands: port-less nodes get the scheme's default port.
+TEST(FillDefaultPorts, SchemeDecidesThePort) {
+  for (const auto& [scheme, port] : std::vector<std::pair<std::string, uint16_t>>{
+           {"http", 80}, {"https", 443}, {"grpc", 80}, {"grpcs", 443}}) {
+    std::vector<UpstreamNodeConf> nodes(2);
+    nodes[0].host = "a.com";
+    nodes[0].port = 0;  // as decode_upstream_nodes leaves a port-less node
+    nodes[1].host = "b.com";
+    nodes[1].port = 8080;
+    fill_default_ports(&nodes, scheme);
+    EXPECT_EQ(nodes[0].port, port) << scheme;
+    EXPECT_EQ(nodes[1].port, 8080) << scheme;
+  }
 }
 
 struct NodeCase {
@@ -155,14 +178,10 @@ TEST(DecodeUpstream, NodeAddresses) {
   const NodeCase cases[] = {
       {R"({"nodes": {"127.0.0.1:1980": 3}})", "127.0.0.1", 1980, 3},
       {R"({"nodes": {"127.0.0.1": 1}})", "127.0.0.1", 80, 1},
-      {R"({"scheme": "https", "nodes": {"a.com": 1}})", "a.com", 443, 1},
-      {R"({"scheme": "grpcs", "nodes": {"a.com": 1}})", "a.com", 443, 1},
-      {R"({"scheme": "grpc", "nodes": {"a.com": 1}})", "a.com", 80, 1},
       {R"({"nodes": {"[::1]:8080": 0}})", "::1", 8080, 0},
       {R"({"nodes": {"[::1]": 1}})", "::1", 80, 1},
       {R"({"nodes": {"::1": 1}})", "::1", 80, 1},
       {R"({"nodes": [{"host": "a.com", "weight": 5}]})", "a.com", 80, 5},
-      {R"({"scheme": "https", "nodes": [{"host": "a.com", "weight": 5}]})", "a.com", 443, 5},
       {R"({"nodes": [{"host": "[::1]", "port": 81, "weight": 1}]})", "::1", 81, 1},
       {R"({"nodes": [{"host": "::1", "port": 81, "weight": 1}]})", "::1", 81, 1},
   };
