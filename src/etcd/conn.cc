@@ -321,6 +321,9 @@ Status Conn::handshake(const TlsContext& tls, Deadline deadline) {
   }
 }
 
+// The etcd client keeps its own blocking-with-deadline socket calls rather than io::Transport:
+// it runs on the control thread, waits with poll() under a deadline for each call, and speaks
+// TLS to etcd through OpenSSL directly; nothing here is on the request path.
 Status Conn::write_all(std::string_view data, Deadline deadline) {
   while (!data.empty()) {
     ssize_t n;

@@ -146,6 +146,10 @@ bool Probe::step_handshake() {
   return false;
 }
 
+// Probes keep their own socket calls rather than io::Transport: they run on the control
+// thread, one small request per interval, and speak TLS through OpenSSL directly (to check a
+// node's certificate as the probe's `https_verify_certificate` asks) — nothing here is on the
+// request path that the ring batches.
 bool Probe::step_send() {
   while (sent_ < out_.size()) {
     const char* p = out_.data() + sent_;

@@ -8,6 +8,7 @@
 
 #include "io/buffer.h"
 #include "io/event_loop.h"
+#include "io/transport.h"
 
 namespace sluice::proxy {
 
@@ -24,29 +25,21 @@ class UpstreamOwner {
 // Thread: worker
 class UpstreamConn : public io::IoHandler {
  public:
-  UpstreamConn(int fd, std::string key) : fd_(fd), key_(std::move(key)) {}
-  ~UpstreamConn() override;
+  // A connection on `fd`, whose connect may still be in progress (not writable until it ends).
+  UpstreamConn(io::EventLoop& loop, int fd, std::string key)
+      : transport_(loop, this, fd), key_(std::move(key)) {
+    transport_.set_writable(false);
+  }
 
   void on_io(uint32_t events) override;
 
-  int fd() const { return fd_; }
+  int fd() const { return transport_.fd(); }
+  io::SocketTransport& transport() { return transport_; }
   const std::string& key() const { return key_; }
   io::Buffer& in() { return in_; }
 
-  bool readable = true;    // may have bytes to read (edge seen, not yet drained)
-  bool writable = false;   // may accept bytes (edge seen, no EAGAIN since)
   bool connected = false;  // the TCP handshake finished
-  bool hangup = false;     // EPOLLHUP / EPOLLERR seen, or the peer's FIN read
-  // The peer's FIN is queued behind the data: a short read must not be taken as "drained",
-  // since no further edge will come to report the EOF.
-  bool fin = false;
-  // A read ended in an error (a reset), not a clean FIN: a body read until close is cut.
-  bool failed = false;
-  uint32_t requests = 0;  // requests sent on this connection
-  // A read queued on the loop's ring (io/ring.h), and the room it was given.
-  io::RingOp rd_op;
-  const char* rd_at = nullptr;
-  size_t rd_room = 0;
+  uint32_t requests = 0;   // requests sent on this connection
 
   // Set while busy; null while pooled.
   UpstreamOwner* owner = nullptr;
@@ -57,7 +50,7 @@ class UpstreamConn : public io::IoHandler {
  private:
   static void on_idle_timeout(void* self);
 
-  int fd_;
+  io::SocketTransport transport_;
   std::string key_;
   io::Buffer in_;
 };

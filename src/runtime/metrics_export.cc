@@ -12,6 +12,7 @@
 #include "codec/h1/parser.h"
 #include "common/log.h"
 #include "io/socket.h"
+#include "io/transport.h"
 
 namespace sluice::runtime {
 
@@ -26,14 +27,15 @@ constexpr uint32_t kIdleMs = 10000;
 // Thread: control
 class MetricsExport::Conn final : public io::IoHandler {
  public:
-  Conn(MetricsExport& owner, int fd) : owner_(owner), fd_(fd) { owner_.loop_.arm(timer_, kIdleMs); }
-  ~Conn() override {
-    io::TimerQueue::cancel(timer_);
-    ::close(fd_);
+  Conn(MetricsExport& owner, int fd) : owner_(owner), transport_(owner.loop_, this, fd) {
+    in_.reserve_total(4096);
+    owner_.loop_.arm(timer_, kIdleMs);
   }
-  int fd() const { return fd_; }
+  ~Conn() override { io::TimerQueue::cancel(timer_); }
+  int fd() const { return transport_.fd(); }
 
   void on_io(uint32_t events) override {
+    transport_.on_events(events);
     if (answer_.empty() && !read_request()) {
       return;
     }
@@ -50,28 +52,19 @@ class MetricsExport::Conn final : public io::IoHandler {
 
   // False while the head is incomplete; closes the connection on EOF or garbage.
   bool read_request() {
-    char buf[4096];
-    while (true) {
-      ssize_t n = ::recv(fd_, buf, sizeof(buf), 0);
-      if (n > 0) {
-        in_.append(buf, static_cast<size_t>(n));
-        if (in_.size() > kMaxRequest) {
-          break;
-        }
-        continue;
-      }
-      if (n < 0 && (errno == EAGAIN || errno == EINTR)) {
-        break;
-      }
+    io::Transport::Read r;
+    while ((r = transport_.read(in_, kMaxRequest + 1)) == io::Transport::Read::kData) {
+    }
+    if (r == io::Transport::Read::kEof) {
       owner_.close(this);
       return false;
     }
     http::RequestHead head;
-    h1::ParseResult r = h1::parse_request(in_, h1::Limits{}, &head);
-    if (r.status == h1::ParseStatus::kIncomplete && in_.size() <= kMaxRequest) {
+    h1::ParseResult p = h1::parse_request(in_.view(), h1::Limits{}, &head);
+    if (p.status == h1::ParseStatus::kIncomplete && in_.size() <= kMaxRequest) {
       return false;
     }
-    if (r.status != h1::ParseStatus::kComplete) {
+    if (p.status != h1::ParseStatus::kComplete) {
       answer(400, "text/plain", "bad request\n");
     } else if (head.path != owner_.uri_) {
       answer(404, "text/plain", "not found\n");
@@ -82,6 +75,8 @@ class MetricsExport::Conn final : public io::IoHandler {
       answer(200, "text/plain; version=0.0.4; charset=utf-8",
              head.method == http::Method::kHead ? std::string_view() : body, body.size());
     }
+    transport_.cancel_read();  // nothing more is read; the buffer is done with
+    out_.add(answer_);
     return true;
   }
 
@@ -94,26 +89,27 @@ class MetricsExport::Conn final : public io::IoHandler {
   }
 
   void write_answer() {
-    while (sent_ < answer_.size()) {
-      ssize_t n = ::send(fd_, answer_.data() + sent_, answer_.size() - sent_, MSG_NOSIGNAL);
-      if (n > 0) {
-        sent_ += static_cast<size_t>(n);
-        continue;
-      }
-      if (n < 0 && (errno == EAGAIN || errno == EINTR)) {
-        return;
-      }
-      break;
+    if (!transport_.writable()) {
+      return;
+    }
+    int err = 0;
+    switch (transport_.write(out_, &err)) {
+      case io::Outbox::Result::kQueued:
+      case io::Outbox::Result::kBlocked:
+        return;  // the ring's result or the next EPOLLOUT drives us again
+      case io::Outbox::Result::kDone:
+      case io::Outbox::Result::kError:
+        break;
     }
     owner_.close(this);
   }
 
   MetricsExport& owner_;
-  int fd_;
+  io::SocketTransport transport_;
   io::Timer timer_{&Conn::on_timeout, this};
-  std::string in_;
+  io::Buffer in_;
   std::string answer_;
-  size_t sent_ = 0;
+  io::Outbox out_;
 };
 
 MetricsExport::MetricsExport(io::EventLoop& loop, std::string uri,

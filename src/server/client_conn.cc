@@ -19,7 +19,7 @@ namespace sluice::server {
 ClientConn::ClientConn(Worker& w, int fd, const io::SockAddr& peer, uint16_t local_port,
                        ConnCounter* cap, ListenerKind kind)
     : w_(w),
-      fd_(fd),
+      transport_(w.loop(), this, fd),
       peer_ip_(peer.ip_text()),
       local_port_(local_port),
       cap_(cap),
@@ -30,6 +30,7 @@ ClientConn::ClientConn(Worker& w, int fd, const io::SockAddr& peer, uint16_t loc
 }
 
 ClientConn::~ClientConn() {
+  transport_.cancel_read();  // before in_ goes back to the worker
   forget_admin();
   forget_plugin_wait();
   if (writing_) {
@@ -42,19 +43,10 @@ ClientConn::~ClientConn() {
   in_.clear();
   w_.give_buffer(&in_);
   w_.give_exchange(std::move(ex_));
-  ::close(fd_);
 }
 
 void ClientConn::on_io(uint32_t events) {
-  if (events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)) {
-    rd_ready_ = true;
-  }
-  if (events & (EPOLLRDHUP | EPOLLHUP | EPOLLERR)) {
-    rd_fin_ = true;
-  }
-  if (events & EPOLLOUT) {
-    wr_ready_ = true;
-  }
+  transport_.on_events(events);
   if ((events & (EPOLLHUP | EPOLLERR)) && state_ != State::kLinger) {
     // The client is gone (reset or both halves closed): nothing more can reach it.
     close_now();
@@ -66,7 +58,8 @@ void ClientConn::on_upstream_event() { drive(); }
 
 void ClientConn::on_drain() {
   keep_alive_ = false;
-  if (state_ == State::kReadHead && in_.empty() && rd_op_.idle()) {  // not a request arriving
+  if (state_ == State::kReadHead && in_.empty() &&
+      !transport_.read_pending()) {  // not a request arriving
     close_now();
     drive();
   }
@@ -115,61 +108,20 @@ ClientConn::Step ClientConn::step() {
 
 ClientConn::Step ClientConn::read_client(bool* eof) {
   *eof = false;
-  ssize_t n = 0;
-  size_t room = 0;
-  int err = 0;
-  if (rd_op_.done()) {
-    // The read queued on the ring was made; in_ has not changed since.
-    int r = rd_op_.take();
-    n = r < 0 ? -1 : r;
-    err = r < 0 ? -r : 0;
-    room = rd_room_;
-    if (in_.write_ptr() != rd_at_) {
-      // Nothing may move in_ while a read is queued; if something did, the bytes are lost.
-      SLUICE_LOG(kError, "client {}: read buffer moved under a queued read; closing", peer_ip_);
-      n = -1;
-      err = EIO;
+  if (in_.capacity() == 0) {
+    if (!transport_.readable() || transport_.read_pending()) {
+      return Step::kWait;  // an idle connection holds no buffer until bytes may come
     }
-  } else {
-    if (rd_op_.queued() || !rd_ready_) {
+    w_.take_buffer(&in_);
+  }
+  switch (transport_.read(in_, w_.settings().max_read_buffer)) {
+    case io::Transport::Read::kData:
+      return Step::kProgress;
+    case io::Transport::Read::kWait:
       return Step::kWait;
-    }
-    if (in_.capacity() == 0) {
-      w_.take_buffer(&in_);
-    }
-    if (in_.writable() == 0) {
-      in_.compact();
-      if (in_.writable() == 0) {
-        if (in_.capacity() >= w_.settings().max_read_buffer) {
-          return Step::kWait;  // full: the consumer must drain it first
-        }
-        in_.reserve_total(std::min(in_.capacity() * 2, w_.settings().max_read_buffer));
-      }
-    }
-    room = in_.writable();
-    if (io::Ring* ring = w_.loop().ring()) {
-      ring->queue_recv(&rd_op_, this, fd_, in_.write_ptr(), room);
-      rd_at_ = in_.write_ptr();
-      rd_room_ = room;
-      return Step::kWait;
-    }
-    n = ::recv(fd_, in_.write_ptr(), room, 0);
-    err = n < 0 ? errno : 0;
+    case io::Transport::Read::kEof:
+      break;
   }
-  if (n > 0) {
-    in_.commit(static_cast<size_t>(n));
-    if (static_cast<size_t>(n) < room) {
-      // A short read drained the socket and the next edge re-arms us, unless the client's
-      // FIN is already queued: then the next recv() reports EOF and no new edge will come.
-      rd_ready_ = rd_fin_;
-    }
-    return Step::kProgress;
-  }
-  if (n < 0 && (err == EAGAIN || err == EWOULDBLOCK || err == EINTR)) {
-    rd_ready_ = err == EINTR;
-    return Step::kWait;
-  }
-  rd_ready_ = false;
   client_eof_ = true;
   *eof = true;
   return Step::kProgress;
@@ -192,14 +144,14 @@ ClientConn::Step ClientConn::read_head() {
       return Step::kProgress;
     }
   }
-  if (client_eof_ || (w_.draining() && in_.empty() && rd_op_.idle())) {
+  if (client_eof_ || (w_.draining() && in_.empty() && !transport_.read_pending())) {
     close_now();
     return Step::kProgress;
   }
   bool was_empty = in_.empty();
   bool eof = false;
   Step s = read_client(&eof);
-  if (s == Step::kWait && w_.draining() && in_.empty() && rd_op_.idle()) {
+  if (s == Step::kWait && w_.draining() && in_.empty() && !transport_.read_pending()) {
     close_now();  // the read a drain let finish brought nothing
     return Step::kProgress;
   }
@@ -211,15 +163,14 @@ ClientConn::Step ClientConn::read_head() {
 }
 
 ClientConn::Step ClientConn::flush_out() {
-  if (!wr_ready_) {
+  if (!transport_.writable()) {
     return Step::kWait;
   }
   int err = 0;
-  switch (out_.flush(fd_, &err, w_.loop().ring(), this)) {
+  switch (transport_.write(out_, &err)) {
     case io::Outbox::Result::kQueued:
       return Step::kWait;
     case io::Outbox::Result::kBlocked:
-      wr_ready_ = false;
       arm_timer(w_.settings().send_timeout_ms);
       return Step::kWait;
     case io::Outbox::Result::kError:
@@ -248,8 +199,8 @@ ClientConn::Step ClientConn::write_local_reply() {
   }
   // Rejected input: close our side, then read and drop what the client still sends so its
   // kernel does not reset the connection before it has read our answer.
-  ::shutdown(fd_, SHUT_WR);
-  rd_op_.cancel();  // what it read is dropped like the rest; an EOF is read again
+  transport_.shutdown_write();
+  transport_.cancel_read();  // what it read is dropped like the rest; an EOF is read again
   in_.clear();
   state_ = State::kLinger;
   arm_timer(w_.settings().linger_ms);
@@ -281,7 +232,7 @@ void ClientConn::next_request() {
   admin_.reset();  // an admin answer's body was sent from it
   req_body_ = http::BodyKind::kNone;
   req_body_done_ = true;
-  if (w_.draining() && in_.empty() && rd_op_.idle()) {
+  if (w_.draining() && in_.empty() && !transport_.read_pending()) {
     close_now();
     return;
   }
@@ -295,7 +246,7 @@ void ClientConn::next_request() {
 
 void ClientConn::go_idle() {
   w_.give_exchange(std::move(ex_));
-  if (rd_op_.idle()) {  // a queued read still writes into in_
+  if (!transport_.read_pending()) {  // a queued read still writes into in_
     w_.give_buffer(&in_);
   }
   w_.idle_add(this);
@@ -352,7 +303,7 @@ void ClientConn::close_now() {
     w_.refresh_reading();
   }
   io::TimerQueue::cancel(timer_);
-  rd_op_.cancel();
+  transport_.cancel_read();
   out_.cancel();
   release_upstream(false);
   state_ = State::kClosed;

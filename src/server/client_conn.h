@@ -16,6 +16,7 @@
 #include "io/event_loop.h"
 #include "io/outbox.h"
 #include "io/socket.h"
+#include "io/transport.h"
 #include "proxy/upstream_conn.h"
 #include "router/ip.h"
 #include "server/conn_limits.h"
@@ -43,7 +44,7 @@ class ClientConn : public io::IoHandler, public proxy::UpstreamOwner {
   // Called when the worker starts draining: idle connections close now, busy ones after
   // their current response.
   void on_drain();
-  int fd() const { return fd_; }
+  int fd() const { return transport_.fd(); }
   ConnCounter* cap() const { return cap_; }
   // Links of the worker's idle list (Worker::idle_add / idle_remove).
   ClientConn* idle_prev = nullptr;
@@ -52,7 +53,7 @@ class ClientConn : public io::IoHandler, public proxy::UpstreamOwner {
   // Closes an idle connection to make room for a new one.
   void evict();
   // A read is queued on the ring, or made and not yet looked at: a request may be arriving.
-  bool read_pending() const { return !rd_op_.idle(); }
+  bool read_pending() const { return transport_.read_pending(); }
   // The control thread's answer to the submitted admin request (Worker::on_admin_reply).
   void on_admin_reply(AdminResponse resp);
   // The plugin layer (Worker as plugin::Host): a hook suspended this request under `token`;
@@ -158,7 +159,7 @@ class ClientConn : public io::IoHandler, public proxy::UpstreamOwner {
   void close_now();
 
   Worker& w_;
-  int fd_;
+  io::SocketTransport transport_;  // the client's socket
   std::string peer_ip_;
   router::IpAddr peer_addr_;
   // This request's client: the peer, or the address a trusted proxy named (real_ip.h).
@@ -168,15 +169,9 @@ class ClientConn : public io::IoHandler, public proxy::UpstreamOwner {
   ConnCounter* cap_;
   bool admin_port_;  // accepted on an admin listener: every request goes to the Admin API
   State state_ = State::kReadHead;
-  bool rd_ready_ = true;
-  bool wr_ready_ = true;
-  bool rd_fin_ = false;  // EPOLLRDHUP seen: the client's FIN is queued
   bool client_eof_ = false;
   io::Timer timer_{&ClientConn::on_timeout, this};
   io::Buffer in_;
-  io::RingOp rd_op_;             // a read of in_ queued on the loop's ring
-  const char* rd_at_ = nullptr;  // where that read writes, and its room
-  size_t rd_room_ = 0;
   io::Outbox out_;
   size_t out_consume_ = 0;  // upstream buffer bytes to drop once out_ is flushed
 

@@ -360,7 +360,7 @@ bool ClientConn::take_or_connect(int node, bool fresh) {
     up_conf_->report_failure(node, health::Failure::kTcp);
     return false;
   }
-  up_ = std::make_unique<proxy::UpstreamConn>(fd, n.addr_key);
+  up_ = std::make_unique<proxy::UpstreamConn>(w_.loop(), fd, n.addr_key);
   up_->in().reserve_total(w_.settings().read_buffer);
   up_->owner = this;
   up_reused_ = false;
@@ -372,7 +372,8 @@ bool ClientConn::take_or_connect(int node, bool fresh) {
 
 ClientConn::Step ClientConn::send_request() {
   if (state_ == State::kConnect) {
-    if (!up_->writable && !up_->hangup) {
+    io::SocketTransport& t = up_->transport();
+    if (!t.writable() && !t.hangup()) {
       return Step::kWait;
     }
     int err = io::socket_error(up_->fd());
@@ -383,6 +384,7 @@ ClientConn::Step ClientConn::send_request() {
       return Step::kProgress;
     }
     up_->connected = true;
+    t.set_writable(true);
     state_ = State::kSendRequest;
     arm_timer(route_->timeouts.send_ms);
   }
@@ -406,17 +408,16 @@ ClientConn::Step ClientConn::send_request() {
       }
       continue;
     }
-    if (!up_->writable) {
+    if (!up_->transport().writable()) {
       return Step::kWait;
     }
     int err = 0;
-    io::Outbox::Result r = ex_->up_out.flush(up_->fd(), &err, w_.loop().ring(), up_.get());
+    io::Outbox::Result r = up_->transport().write(ex_->up_out, &err);
     if (r == io::Outbox::Result::kQueued) {
       return Step::kWait;
     }
     if (r == io::Outbox::Result::kBlocked) {
       req_written_ = true;  // perhaps only part of it
-      up_->writable = false;
       arm_timer(route_->timeouts.send_ms);
       return Step::kWait;
     }
@@ -441,7 +442,7 @@ ClientConn::Step ClientConn::upstream_write_failed(int err) {
     }
     return Step::kProgress;
   }
-  if (!up_->in().empty() || up_->readable) {
+  if (!up_->in().empty() || up_->transport().readable()) {
     // The upstream answered early (e.g. 413) and closed: relay that answer.
     keep_alive_ = false;
     req_body_done_ = true;
@@ -525,15 +526,15 @@ void ClientConn::release_upstream(bool reusable) {
     return;
   }
   up_->owner = nullptr;
-  if (up_->rd_op.done() && up_->rd_op.take() != -EAGAIN) {
+  io::SocketTransport& t = up_->transport();
+  if (t.cancel_read()) {
     reusable = false;  // bytes, FIN or an error after the response: not clean
   }
-  up_->rd_op.cancel();
   if (ex_) {
     ex_->up_out.cancel();
   }
-  if (reusable && !up_->hangup && !up_->fin && up_->requests < up_conf_->pool_requests) {
-    up_->readable = false;
+  if (reusable && !t.hangup() && !t.fin() && up_->requests < up_conf_->pool_requests) {
+    t.set_readable(false);
     w_.pool().put(std::move(up_), up_conf_->pool_size, up_conf_->pool_idle_ms);
   } else {
     w_.loop().retire(std::move(up_));

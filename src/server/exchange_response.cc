@@ -15,58 +15,14 @@ namespace sluice::server {
 // Reads from the upstream into its buffer. kProgress with *eof set on FIN or reset.
 ClientConn::Step ClientConn::read_upstream(bool* eof) {
   *eof = false;
-  io::Buffer& b = up_->in();
-  ssize_t n = 0;
-  size_t room = 0;
-  int err = 0;
-  if (up_->rd_op.done()) {
-    // The read queued on the ring was made; the buffer has not changed since.
-    int r = up_->rd_op.take();
-    n = r < 0 ? -1 : r;
-    err = r < 0 ? -r : 0;
-    room = up_->rd_room;
-    if (b.write_ptr() != up_->rd_at) {
-      SLUICE_LOG(kError, "upstream {}: read buffer moved under a queued read", up_->key());
-      n = -1;
-      err = EIO;
-    }
-  } else {
-    if (up_->rd_op.queued() || !up_->readable) {
+  switch (up_->transport().read(up_->in(), w_.settings().max_read_buffer)) {
+    case io::Transport::Read::kData:
+      return Step::kProgress;
+    case io::Transport::Read::kWait:
       return Step::kWait;
-    }
-    if (b.writable() == 0) {
-      b.compact();
-      if (b.writable() == 0) {
-        if (b.capacity() >= w_.settings().max_read_buffer) {
-          return Step::kWait;
-        }
-        b.reserve_total(std::min(b.capacity() * 2, w_.settings().max_read_buffer));
-      }
-    }
-    room = b.writable();
-    if (io::Ring* ring = w_.loop().ring()) {
-      ring->queue_recv(&up_->rd_op, up_.get(), up_->fd(), b.write_ptr(), room);
-      up_->rd_at = b.write_ptr();
-      up_->rd_room = room;
-      return Step::kWait;
-    }
-    n = ::recv(up_->fd(), b.write_ptr(), room, 0);
-    err = n < 0 ? errno : 0;
+    case io::Transport::Read::kEof:
+      break;
   }
-  if (n > 0) {
-    b.commit(static_cast<size_t>(n));
-    if (static_cast<size_t>(n) < room) {
-      up_->readable = up_->fin;  // drained, unless an EOF still waits behind the data
-    }
-    return Step::kProgress;
-  }
-  if (n < 0 && (err == EAGAIN || err == EWOULDBLOCK || err == EINTR)) {
-    up_->readable = err == EINTR;
-    return Step::kWait;
-  }
-  up_->readable = false;
-  up_->hangup = true;
-  up_->failed = n < 0;
   *eof = true;
   return Step::kProgress;
 }
@@ -346,7 +302,7 @@ ClientConn::Step ClientConn::send_response() {
       bool eof = false;
       Step s = read_upstream(&eof);
       if (eof) {
-        if (resp_body_ == http::BodyKind::kUntilClose && !up_->failed) {
+        if (resp_body_ == http::BodyKind::kUntilClose && !up_->transport().failed()) {
           resp_done_ = true;
           continue;
         }

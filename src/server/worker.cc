@@ -188,7 +188,7 @@ void Worker::shed(int fd) {
   static constexpr std::string_view kBusy =
       "HTTP/1.1 503 Service Temporarily Unavailable\r\nContent-Type: application/json\r\n"
       "Content-Length: 37\r\nConnection: close\r\n\r\n{\"error_msg\":\"too many connections\"}\n";
-  ssize_t w = ::send(fd, kBusy.data(), kBusy.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+  ssize_t w = io::send_now(fd, kBusy.data(), kBusy.size());
   (void)w;
   ::shutdown(fd, SHUT_WR);
   ::close(fd);
