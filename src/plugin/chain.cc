@@ -28,6 +28,7 @@ void Context::reset() {
   timed = false;
   status = 0;
   upstream_ip = {};
+  upstream_port = 0;
   start_ns = upstream_start_ns = upstream_end_ns = 0;
   bytes_in = bytes_out = 0;
   phase = Phase::kRewrite;

@@ -139,7 +139,8 @@ struct Context {
   // chain has a log hook (timed).
   bool timed = false;
   int status = 0;
-  std::string_view upstream_ip;
+  std::string_view upstream_ip;  // the node of the try in flight (the last one, afterwards)
+  uint16_t upstream_port = 0;
   uint64_t start_ns = 0, upstream_start_ns = 0, upstream_end_ns = 0;
   uint64_t bytes_in = 0, bytes_out = 0;
 

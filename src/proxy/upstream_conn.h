@@ -9,18 +9,11 @@
 #include "io/buffer.h"
 #include "io/event_loop.h"
 #include "io/transport.h"
+#include "proxy/upstream_request.h"
 
 namespace sluice::proxy {
 
 class Pool;
-
-// Whoever currently drives a busy upstream connection.
-// Thread: worker
-class UpstreamOwner {
- public:
-  virtual ~UpstreamOwner() = default;
-  virtual void on_upstream_event() = 0;
-};
 
 // Thread: worker
 class UpstreamConn : public io::IoHandler {

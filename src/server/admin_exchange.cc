@@ -38,10 +38,10 @@ bool admin_header_allowed(std::string_view name, std::string_view value) {
 
 // Called from start_exchange with the head parsed and not yet consumed.
 void ClientConn::start_admin() {
-  const http::RequestHead& r = ex_->req;
+  const http::RequestHead& r = msg_->req;
   if (req_body_ == http::BodyKind::kLength && req_left_ > kAdminMaxBody) {
     // Refused before a byte of the body is read; the body left unread makes this close.
-    in_.consume(head_len_);
+    release_head();
     local_reply(413, {}, false);
     return;
   }
@@ -58,7 +58,7 @@ void ClientConn::start_admin() {
   a.peer = client_addr_;
   a.on_proxy_port = !admin_port_;
   bool expect = r.expect_continue;
-  in_.consume(head_len_);  // ex_->req's views are dead from here on
+  release_head();  // msg_->req's views are dead from here on
   if (expect && !req_body_done_ && in_.empty()) {
     out_.add(kContinue);
   }
@@ -79,7 +79,7 @@ ClientConn::Step ClientConn::read_admin_body() {
         req_body_done_ = req_left_ == 0;
         continue;
       }
-      h1::ChunkedDecoder::Step st = ex_->req_chunked.step(in_.view());
+      h1::ChunkedDecoder::Step st = msg_->req_chunked.step(in_.view());
       switch (st.status) {
         case h1::ChunkedDecoder::Status::kData:
           if (body.size() + st.data.size() > kAdminMaxBody) {
@@ -145,7 +145,7 @@ void ClientConn::on_admin_reply(AdminResponse resp) {
   }
   bool send_body = reply_head(a.status, has_type ? std::string_view() : "application/json", extra,
                               a.body.size(), false);
-  out_.add(ex_->out_head);
+  out_.add(msg_->head);
   if (send_body) {
     out_.add(a.body);  // admin_ lives until next_request(), after the body is flushed
   }

@@ -1,8 +1,8 @@
-// The client side of the exchange state machine: reading heads, writing local replies,
-// lingering close, timeouts. The upstream half lives in exchange_request.cc /
-// exchange_response.cc, the admin detour in admin_exchange.cc, reply heads in local_reply.cc.
-// This file is a state machine; step() dispatches on state_ and each handler returns
-// kProgress (call again), kWait (an event or timer will call drive()) or kDone.
+// The connection side of HTTP/1.1: reading heads, handing requests to exchanges, local
+// replies, lingering close, timeouts. The codec's Downstream calls (body in, response out)
+// live in client_codec.cc, the admin detour in admin_exchange.cc, reply heads in
+// local_reply.cc. This file is a state machine: step() dispatches on state_ and each handler
+// returns kProgress (call again), kWait (an event or timer will call drive()) or kDone.
 
 #include "server/client_conn.h"
 
@@ -12,9 +12,13 @@
 #include <cerrno>
 
 #include "common/log.h"
+#include "server/real_ip.h"
 #include "server/worker.h"
 
 namespace sluice::server {
+
+H1Message::H1Message(Worker& w)
+    : exchange(w, std::make_unique<proxy::H1UpstreamRequest>(w.upstream_env())) {}
 
 ClientConn::ClientConn(Worker& w, int fd, const io::SockAddr& peer, uint16_t local_port,
                        ConnCounter* cap, ListenerKind kind)
@@ -32,17 +36,15 @@ ClientConn::ClientConn(Worker& w, int fd, const io::SockAddr& peer, uint16_t loc
 ClientConn::~ClientConn() {
   transport_.cancel_read();  // before in_ goes back to the worker
   forget_admin();
-  forget_plugin_wait();
+  if (Exchange* ex = exchange()) {
+    ex->abort();
+  }
   if (writing_) {
     metrics::ConnStats::dec(w_.stats().writing);
   }
-  if (up_) {
-    up_->owner = nullptr;
-    w_.loop().retire(std::move(up_));
-  }
   in_.clear();
   w_.give_buffer(&in_);
-  w_.give_exchange(std::move(ex_));
+  w_.give_message(std::move(msg_));
 }
 
 void ClientConn::on_io(uint32_t events) {
@@ -54,13 +56,10 @@ void ClientConn::on_io(uint32_t events) {
   drive();
 }
 
-void ClientConn::on_upstream_event() { drive(); }
-
 void ClientConn::on_drain() {
   keep_alive_ = false;
-  if (state_ == State::kReadHead && in_.empty() &&
-      !transport_.read_pending()) {  // not a request arriving
-    close_now();
+  if (state_ == State::kReadHead && in_.empty() && !transport_.read_pending()) {
+    close_now();  // not a request arriving
     drive();
   }
 }
@@ -76,7 +75,8 @@ void ClientConn::drive() {
 
 ClientConn::Step ClientConn::step() {
   // A queued interim response (100 Continue) leaves before anything else.
-  if (!out_.empty() && state_ != State::kSendResponse && state_ != State::kLocalReply) {
+  if (!out_.empty() && state_ != State::kLocalReply &&
+      (state_ != State::kExchange || !msg_->exchange.response_started())) {
     if (Step s = flush_out(); s != Step::kDone) {
       return s;
     }
@@ -84,17 +84,11 @@ ClientConn::Step ClientConn::step() {
   switch (state_) {
     case State::kReadHead:
       return read_head();
-    case State::kConnect:
-    case State::kSendRequest:
-      return send_request();
-    case State::kReadResponse:
-      return read_response_head();
-    case State::kSendResponse:
-      return send_response();
+    case State::kExchange:
+      return run_exchange();
     case State::kAdminBody:
       return read_admin_body();
     case State::kAdminWait:
-    case State::kPluginWait:
       return Step::kWait;  // pipelined bytes stay buffered until the answer is written
     case State::kLocalReply:
       return write_local_reply();
@@ -129,13 +123,14 @@ ClientConn::Step ClientConn::read_client(bool* eof) {
 
 ClientConn::Step ClientConn::read_head() {
   if (!in_.empty()) {
-    if (!ex_) {
-      ex_ = w_.take_exchange();
+    if (!msg_) {
+      msg_ = w_.take_message();
     }
-    h1::ParseResult r = h1::parse_request(in_.view(), w_.settings().limits, &ex_->req);
+    h1::ParseResult r = h1::parse_request(in_.view(), w_.settings().limits, &msg_->req);
     if (r.status == h1::ParseStatus::kComplete) {
       head_len_ = r.consumed;
-      start_exchange();
+      head_held_ = true;
+      start_request();
       return Step::kProgress;
     }
     if (r.status == h1::ParseStatus::kError) {
@@ -162,6 +157,79 @@ ClientConn::Step ClientConn::read_head() {
   return s;
 }
 
+// A complete head: the codec's view of the message, the client's address, then the Admin API
+// or an exchange.
+void ClientConn::start_request() {
+  metrics::ConnStats::inc(w_.stats().requests);
+  if (!writing_) {
+    writing_ = true;
+    metrics::ConnStats::inc(w_.stats().writing);
+    w_.refresh_reading();
+  }
+  const http::RequestHead& req = msg_->req;
+  method_ = req.method;
+  client_http10_ = req.version_minor == 0;
+  keep_alive_ = req.keep_alive && !w_.draining();
+  req_body_ = req.body_kind;
+  req_left_ = req.content_length;
+  req_body_done_ = req_body_ == http::BodyKind::kNone;
+  body_consume_ = 0;
+  msg_->req_chunked.reset();
+  client_ip_ = peer_ip_;
+  client_addr_ = peer_addr_;
+  if (!w_.settings().real_ip.trusted.empty()) [[unlikely]] {
+    if (find_real_ip(w_.settings().real_ip, peer_addr_, req, &client_addr_, &msg_->real_ip)) {
+      client_ip_ = msg_->real_ip;
+    }
+  }
+  // The one branch the Admin API costs a proxied request (a prefix compare when enabled).
+  if (admin_port_ || (w_.settings().admin && is_admin_path(req.path))) [[unlikely]] {
+    start_admin();
+    return;
+  }
+  start_exchange();
+}
+
+void ClientConn::start_exchange() {
+  state_ = State::kExchange;
+  io::TimerQueue::cancel(timer_);  // the exchange times its own phases
+  msg_->exchange.begin(*this, msg_->req, head_len_, {client_ip_, client_addr_, local_port_});
+}
+
+ClientConn::Step ClientConn::run_exchange() {
+  switch (msg_->exchange.step()) {
+    case Exchange::Step::kProgress:
+      return Step::kProgress;
+    case Exchange::Step::kWait:
+      return Step::kWait;
+    case Exchange::Step::kDone:
+      return end_response();
+    case Exchange::Step::kClose:
+      close_now();
+      return Step::kProgress;
+  }
+  return Step::kProgress;
+}
+
+ClientConn::Step ClientConn::end_response() {
+  if (keep_alive_) {
+    next_request();
+    return Step::kProgress;
+  }
+  if (!linger_after_) {
+    close_now();
+    return Step::kProgress;
+  }
+  // Rejected input: close our side, then read and drop what the client still sends so its
+  // kernel does not reset the connection before it has read our answer.
+  transport_.shutdown_write();
+  transport_.cancel_read();  // what it read is dropped like the rest; an EOF is read again
+  in_.clear();
+  state_ = State::kLinger;
+  arm_timer(w_.settings().linger_ms);
+  return Step::kProgress;
+}
+
 ClientConn::Step ClientConn::flush_out() {
   if (!transport_.writable()) {
     return Step::kWait;
@@ -186,25 +254,7 @@ ClientConn::Step ClientConn::write_local_reply() {
   if (Step s = flush_out(); s != Step::kDone) {
     return s;
   }
-  if (plugins_) {
-    end_plugins();
-  }
-  if (keep_alive_) {
-    next_request();
-    return Step::kProgress;
-  }
-  if (!linger_after_) {
-    close_now();
-    return Step::kProgress;
-  }
-  // Rejected input: close our side, then read and drop what the client still sends so its
-  // kernel does not reset the connection before it has read our answer.
-  transport_.shutdown_write();
-  transport_.cancel_read();  // what it read is dropped like the rest; an EOF is read again
-  in_.clear();
-  state_ = State::kLinger;
-  arm_timer(w_.settings().linger_ms);
-  return Step::kProgress;
+  return end_response();
 }
 
 ClientConn::Step ClientConn::linger() {
@@ -245,7 +295,7 @@ void ClientConn::next_request() {
 }
 
 void ClientConn::go_idle() {
-  w_.give_exchange(std::move(ex_));
+  w_.give_message(std::move(msg_));
   if (!transport_.read_pending()) {  // a queued read still writes into in_
     w_.give_buffer(&in_);
   }
@@ -266,36 +316,17 @@ void ClientConn::on_timeout(void* self) {
 }
 
 void ClientConn::handle_timeout() {
-  switch (state_) {
-    case State::kConnect:
-      up_conf_->report_failure(node_, health::Failure::kTimeout);
-      try_next_or_fail(504, "connect timeout");
-      return;
-    case State::kSendRequest:
-      if (!ex_->up_out.empty()) {
-        try_next_or_fail(504, "send timeout");
-      } else {
-        close_now();  // the client stopped sending its body
-      }
-      return;
-    case State::kReadResponse:
-      up_conf_->report_failure(node_, health::Failure::kTimeout);
-      try_next_or_fail(504, "read timeout");
-      return;
-    case State::kAdminWait:
-      admin_timed_out();
-      return;
-    default:
-      close_now();
-      return;
+  if (state_ == State::kAdminWait) {
+    admin_timed_out();
+    return;
   }
+  close_now();  // a silent client: the head, keep-alive, send or linger timeout
 }
 
 void ClientConn::close_now() {
   forget_admin();
-  forget_plugin_wait();
-  if (plugins_) {
-    end_plugins();
+  if (Exchange* ex = exchange()) {
+    ex->abort();
   }
   if (writing_) {
     writing_ = false;
@@ -305,7 +336,6 @@ void ClientConn::close_now() {
   io::TimerQueue::cancel(timer_);
   transport_.cancel_read();
   out_.cancel();
-  release_upstream(false);
   state_ = State::kClosed;
 }
 

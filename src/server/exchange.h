@@ -1,50 +1,204 @@
 #pragma once
-// The per-request state of a client connection: message heads, rebuilt heads, decoders.
-// Taken from the worker's free list when a request's first byte arrives and given back when
-// the connection goes idle, so an idle keep-alive connection holds none of it.
+// One request's life, protocol-neutral: pin the snapshot, match the route, run the plugin
+// phases (which may suspend), pick a node, try it and the next ones as the upstream's retry
+// rules allow, pump the request body up and the response back with backpressure both ways,
+// answer locally when the gateway has to, and run the log phase at the end. It talks to the
+// client through a Downstream (the connection's codec) and to the node through a
+// proxy::UpstreamRequest, so an HTTP/2 stream can drive the same exchange, and tests drive it
+// with neither sockets nor a peer (tests/unit/server/exchange_test.cc).
+//
+// This class is a state machine: step() dispatches on the phase and each handler returns
+// kProgress (call again), kWait (an event, timer or answer will wake the downstream), kDone
+// (the response is complete) or kClose (the connection must close now).
+//
+// Exchanges are pooled by the worker: everything about one request lives in `st_`, reset whole
+// by begin(); the buffers beside it keep their capacity, so steady state allocates nothing.
 
 #include <cstdint>
+#include <memory>
 #include <string>
-#include <string_view>
+#include <vector>
 
-#include "codec/h1/chunked.h"
 #include "http/message.h"
-#include "io/outbox.h"
+#include "io/timer.h"
 #include "plugin/chain.h"
-#include "server/admin_hook.h"
+#include "proxy/upstream_request.h"
+#include "router/ip.h"
+#include "server/downstream.h"
+#include "snapshot/snapshot.h"
+
+namespace sluice::upstream {
+class Balancer;
+}
 
 namespace sluice::server {
 
-// Thread: worker
-struct Exchange {
-  http::RequestHead req;  // views die once the upstream head is built
-  http::ResponseHead resp;
-  std::string up_head;      // the request head sent upstream
-  std::string out_head;     // the response head (or local reply) sent to the client
-  std::string client_host;  // the client's Host, kept past req's views for pass_host
-  std::string xff;          // incoming X-Forwarded-For values, joined
-  std::string real_ip;      // the client address a trusted proxy named, when it did
-  std::string up_statuses;  // each upstream try's status, "502, 504, 200" ($upstream_status)
-  io::Outbox up_out;
-  h1::ChunkedDecoder req_chunked;
-  h1::ChunkedDecoder resp_chunked;
-  char up_chunk_hdr[24];
-  char chunk_hdr[24];
-  // The plugins' view of this request, and the chains it runs (pinned by the snapshot).
-  plugin::Context pctx;
-  plugin::Chains chains;
+class Worker;
+
+// Reason phrase for a status code.
+std::string_view status_reason(int status);
+
+// Who the client is and where it came in, as the connection knows.
+struct ClientInfo {
+  std::string_view ip;  // the peer, or the address a trusted proxy named
+  router::IpAddr addr;
+  uint16_t local_port = 0;
 };
 
-// The interim answer to `Expect: 100-continue`, sent by the gateway itself.
-inline constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
-
-// An Admin API request on a client connection: the request being read, then the answer being
-// written. Allocated per admin request only, so proxied requests never pay for it.
 // Thread: worker
-struct AdminExchange {
-  AdminRequest req;
-  AdminResponse resp;
-  uint64_t wait_id = 0;  // Worker::admin_wait id while submitted; 0 otherwise
+class Exchange final : public proxy::UpstreamOwner {
+ public:
+  enum class Step : uint8_t { kProgress, kWait, kDone, kClose };
+
+  // `up` makes this exchange's upstream requests (H1UpstreamRequest; a fake in tests).
+  Exchange(Worker& w, std::unique_ptr<proxy::UpstreamRequest> up);
+  ~Exchange() override;
+
+  // Starts a request whose head is complete. `req` points into the downstream's buffer and
+  // stays valid until the exchange calls release_head (it copies what it needs later);
+  // `head_len` is its size on the wire.
+  void begin(Downstream& down, const http::RequestHead& req, size_t head_len,
+             const ClientInfo& client);
+  Step step();
+  // The client went away or the connection closes: ends the try, runs the log phase.
+  void abort();
+  // The plugin layer (Worker as plugin::Host): a hook suspended this request under `token`;
+  // later the worker calls on_plugin_resume with its answer.
+  plugin::Context& plugin_context() { return pctx_; }
+  void plugin_suspended(uint64_t token) { st_.plugin_wait = token; }
+  void on_plugin_resume(plugin::Action a);
+  void on_upstream_event() override;
+  // Between begin() and the end of its response (or its abort).
+  bool active() const {
+    return st_.phase != Phase::kIdle && st_.phase != Phase::kDone && st_.phase != Phase::kClosed;
+  }
+  // A byte of the response reached the downstream.
+  bool response_started() const { return st_.response_started; }
+  // True until release_head(): the downstream must keep the head's bytes.
+  bool holds_head() const { return st_.holds_head; }
+
+ private:
+  enum class Phase : uint8_t {
+    kIdle,
+    kPluginWait,  // a plugin hook suspended the request
+    kConnect,     // the try's connection is being made
+    kSend,        // the request head/body going upstream
+    kAwaitHead,   // waiting for the upstream's response head
+    kStream,      // the response body streaming to the client
+    kReply,       // a gateway-made response being written
+    kDone,        // the response went out whole
+    kClosed,      // ended early: the connection must close
+  };
+
+  // Everything about one request; begin() resets it whole.
+  struct State {
+    Phase phase = Phase::kIdle;
+    const http::RequestHead* req = nullptr;  // until release_head
+    bool holds_head = false;
+    size_t head_len = 0;
+    http::Method method = http::Method::kGet;     // the client's
+    http::Method up_method = http::Method::kGet;  // sent upstream (a plugin may change it)
+    bool expect_continue = false;
+    bool has_body = false;  // the request carries a body
+    uint64_t body_length = 0;
+    bool body_chunked = false;
+    ClientInfo client;
+    const snapshot::Route* route = nullptr;
+    const upstream::Upstream* up_conf = nullptr;
+    bool plugins = false;  // this request runs plugin chains
+    uint64_t plugin_wait = 0;
+    // Tries.
+    int node = -1;
+    uint64_t tried = 0;  // bit per node already tried
+    int tries_left = 0;
+    uint64_t first_try_ms = 0;
+    bool retried_idle = false;
+    bool req_written = false;  // a byte of the request went to an upstream
+    bool body_taken = false;   // a byte of the request body left the client's buffer
+    bool up_piece = false;     // the upstream request holds a body piece not yet written
+    bool body_sent = false;    // the whole request went upstream
+    uint64_t lb_hash = 0;
+    upstream::Balancer* lb = nullptr;
+    int lb_node = -1;
+    uint64_t lb_generation = 0;
+    uint64_t lb_start_ms = 0;
+    uint64_t received = 0;  // upstream bytes seen when the read timer was last armed
+    // The response.
+    bool response_started = false;
+    bool chunks_out = false;  // body length unknown to the client: the codec frames it
+    bool body_allowed = true;
+    bool piece = false;  // a body piece is queued downstream
+    bool end_sent = false;
+    bool early = false;  // the upstream answered before the request was whole
+  };
+
+  // exchange.cc: routing, local replies, the end.
+  void route_request();
+  void reply(int status, std::string_view body, bool close);
+  Step write_reply();
+  Step finish();
+  void release_head();
+  void end_try(bool reusable);
+  // Ends the exchange early (log phase, the try's connection closed); the connection closes.
+  void close_early();
+  void arm(uint32_t ms);
+  static void on_timer(void* self);
+  void handle_timeout();
+  void forget_plugin_wait();
+  // exchange_plugins.cc.
+  void begin_plugins(const router::MatchContext& m);
+  bool run_request_plugins();
+  void plugin_header_filter(int status, const http::ResponseHead* upstream_head);
+  void end_plugins();
+  // exchange_upstream.cc: tries, the balancer, the request going up.
+  bool connect_next();
+  bool start_try(int node, bool fresh);
+  void try_next_or_fail(int status, const char* why);
+  void upstream_failed(int status, const char* why);
+  bool retry_allowed();
+  bool can_send_again() const;
+  bool can_retry_idle_failure() const;
+  bool retry_idle(const char* why);
+  void note_try(int status);
+  uint64_t balancer_hash() const;
+  int pick_node();
+  void node_started(int node);
+  void node_finished(bool completed);
+  Step send_request();
+  Step pump_request_body();
+  Step upstream_write_failed(int err);
+  // exchange_head.cc: the request head for the upstream.
+  void build_upstream_head();
+  void append_forwarding_headers(const plugin::RequestEdits* ed);
+  void set_host_line(int node);
+  // exchange_response.cc: the response head and body.
+  Step read_response_head();
+  void start_response();
+  void filter_upstream_fields(bool pass_length, const plugin::ResponseEdits* ed);
+  void add_edited_fields(const plugin::HeaderEdits& edits);
+  Step stream_response();
+  bool send_piece(std::string_view data);
+
+  Worker& w_;
+  std::unique_ptr<proxy::UpstreamRequest> up_;
+  Downstream* down_ = nullptr;
+  io::Timer timer_{&Exchange::on_timer, this};
+  snapshot::SnapshotPtr snap_;
+  State st_;
+
+  // Buffers kept across requests for their capacity.
+  http::ResponseHead resp_;  // the upstream's response head; views die at start_response
+  std::string up_head_;      // the request head sent upstream
+  size_t host_offset_ = 0;   // where the Host line goes in up_head_
+  size_t host_len_ = 0;
+  std::string client_host_;  // the client's Host (or a plugin's), kept past the head
+  std::string xff_;          // incoming X-Forwarded-For values, joined
+  std::string up_statuses_;  // each try's status, "502, 504, 200" ($upstream_status)
+  std::string reply_body_;   // a gateway-made response's body
+  std::vector<http::Header> upstream_fields_;  // the response's forwarded fields
+  std::vector<http::Header> fields_;           // the gateway's and plugins' fields
+  plugin::Context pctx_;
+  plugin::Chains chains_;
 };
 
 }  // namespace sluice::server

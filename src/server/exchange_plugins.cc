@@ -3,7 +3,7 @@
 // when the response head is built and log when the exchange ends.
 
 #include "common/log.h"
-#include "server/client_conn.h"
+#include "server/exchange.h"
 #include "server/worker.h"
 
 namespace sluice::server {
@@ -47,84 +47,85 @@ std::string_view matched_host(const std::vector<std::string>& hosts, std::string
 
 }  // namespace
 
-void ClientConn::begin_plugins(const router::MatchContext& m) {
-  plugin::Context& c = ex_->pctx;
+void Exchange::begin_plugins(const router::MatchContext& m) {
+  plugin::Context& c = pctx_;
   c.reset();
-  c.req = &ex_->req;
+  c.req = st_.req;
   c.match = m;
   c.worker = &w_.plugin_local();
   c.conn = this;
   c.snapshot = snap_.get();
-  c.route = route_;
-  ex_->chains = {snap_->global.get(), route_ != nullptr ? route_->chain.get() : nullptr};
-  if (route_ != nullptr) {
-    c.route_id = route_->id;
-    c.service_id = route_->service_id;
-    c.route_name = route_->name;
-    c.service_name = route_->service_name;
+  c.route = st_.route;
+  const snapshot::Route* route = st_.route;
+  chains_ = {snap_->global.get(), route != nullptr ? route->chain.get() : nullptr};
+  if (route != nullptr) {
+    c.route_id = route->id;
+    c.service_id = route->service_id;
+    c.route_name = route->name;
+    c.service_name = route->service_name;
   }
-  c.timed = ex_->chains.timed();
+  c.timed = chains_.timed();
   if (c.timed) {
     c.start_ns = plugin::monotonic_ns();
-    c.bytes_in = head_len_;
-    if (route_ != nullptr) {
-      c.matched_uri = matched_pattern(route_->uris, ex_->req.path);
-      c.matched_host = matched_host(route_->hosts, ex_->req.host);
+    c.bytes_in = st_.head_len;
+    if (route != nullptr) {
+      c.matched_uri = matched_pattern(route->uris, st_.req->path);
+      c.matched_host = matched_host(route->hosts, st_.req->host);
     }
   }
-  plugin::prepare(ex_->chains, c);
-  plugins_ = true;
+  plugin::prepare(chains_, c);
+  st_.plugins = true;
 }
 
-bool ClientConn::run_request_plugins() {
-  plugin::Phase last = route_ != nullptr ? plugin::Phase::kBeforeProxy : plugin::Phase::kAccess;
-  plugin::Action a = plugin::run_request(ex_->chains, ex_->pctx, last);
+// Runs the request phases; false when the request was answered or suspended.
+bool Exchange::run_request_plugins() {
+  plugin::Phase last = st_.route != nullptr ? plugin::Phase::kBeforeProxy : plugin::Phase::kAccess;
+  plugin::Action a = plugin::run_request(chains_, pctx_, last);
   if (a == plugin::Action::kPending) {
-    state_ = State::kPluginWait;
-    arm_timer(w_.settings().header_timeout_ms);  // the hook's own timeout comes first
+    st_.phase = Phase::kPluginWait;
+    arm(w_.settings().header_timeout_ms);  // the hook's own timeout comes first
     return false;
   }
   if (a == plugin::Action::kReply) {
-    in_.consume(head_len_);
-    local_reply(ex_->pctx.reply_status, ex_->pctx.reply_body, false);
+    reply(pctx_.reply_status, pctx_.reply_body, false);
     return false;
   }
   return true;
 }
 
-void ClientConn::on_plugin_resume(plugin::Action a) {
-  plugin_wait_ = 0;
-  state_ = State::kReadHead;  // placeholder until the request moves on below
-  plugin::resumed(ex_->chains, ex_->pctx, a);
+void Exchange::on_plugin_resume(plugin::Action a) {
+  st_.plugin_wait = 0;
+  plugin::resumed(chains_, pctx_, a);
   if (a == plugin::Action::kReply) {
-    in_.consume(head_len_);
-    local_reply(ex_->pctx.reply_status, ex_->pctx.reply_body, false);
+    reply(pctx_.reply_status, pctx_.reply_body, false);
   } else if (run_request_plugins()) {
     route_request();
   }
-  drive();
+  down_->wake();
 }
 
-void ClientConn::forget_plugin_wait() {
-  if (plugin_wait_ != 0) {
-    w_.plugin_forget(plugin_wait_);
-    plugin_wait_ = 0;
+void Exchange::forget_plugin_wait() {
+  if (st_.plugin_wait != 0) {
+    w_.plugin_forget(st_.plugin_wait);
+    st_.plugin_wait = 0;
   }
 }
 
-void ClientConn::plugin_header_filter(int status) {
-  ex_->pctx.status = status;
-  plugin::run_response(ex_->chains, ex_->pctx, plugin::Phase::kHeaderFilter);
+void Exchange::plugin_header_filter(int status, const http::ResponseHead* upstream_head) {
+  pctx_.status = status;
+  pctx_.upstream_resp = upstream_head;
+  plugin::run_response(chains_, pctx_, plugin::Phase::kHeaderFilter);
+  pctx_.upstream_resp = nullptr;
 }
 
-void ClientConn::end_plugins() {
-  plugins_ = false;
-  plugin::Context& c = ex_->pctx;
+void Exchange::end_plugins() {
+  st_.plugins = false;
+  plugin::Context& c = pctx_;
   if (c.status == 0) {
     c.status = 499;  // nginx's code for a request the client gave up on before any answer
   }
-  c.bytes_out += ex_->out_head.size();
-  plugin::run_response(ex_->chains, c, plugin::Phase::kLog);
+  c.bytes_out += down_->head_bytes();
+  plugin::run_response(chains_, c, plugin::Phase::kLog);
   c.req = nullptr;
   c.match.req = nullptr;
 }

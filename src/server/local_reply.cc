@@ -9,10 +9,9 @@
 
 namespace sluice::server {
 
+// The connection's own answers, made without an exchange: a request it could not parse, and
+// the Admin API's replies. (An exchange's gateway-made answers go through Exchange::reply.)
 void ClientConn::local_reply(int status, std::string_view body, bool close) {
-  if (!ex_) {
-    ex_ = w_.take_exchange();
-  }
   std::string body_text(body);
   if (body.empty() && status >= 400) {
     body_text = fmt::format("{{\"error_msg\":\"{} {}\"}}\n", status, status_reason(status));
@@ -21,35 +20,16 @@ void ClientConn::local_reply(int status, std::string_view body, bool close) {
   if (!body_text.empty()) {
     type = body_text.front() == '{' ? "application/json" : "text/plain";
   }
-  if (plugins_) {
-    // header_filter edits the head; the body is whole, so body_filter sees it as one last
-    // piece before its length is written.
-    plugin_header_filter(status);
-    if (ex_->pctx.resp.status != 0) {
-      status = ex_->pctx.resp.status;
-    }
-    std::string_view out = plugin::run_body_filter(ex_->chains, ex_->pctx, body_text, true);
-    if (out.data() != body_text.data() || out.size() != body_text.size()) {
-      body_text.assign(out);
-    }
-  }
   if (reply_head(status, type, {}, body_text.size(), close)) {
-    ex_->out_head += body_text;
+    msg_->head += body_text;
   }
-  out_.add(ex_->out_head);
+  out_.add(msg_->head);
 }
 
 bool ClientConn::reply_head(int status, std::string_view content_type,
                             std::string_view extra_headers, size_t body_len, bool close) {
-  if (!ex_) {
-    ex_ = w_.take_exchange();
-  }
-  release_upstream(false);
-  const plugin::HeaderEdits* edits = nullptr;
-  if (!plugins_) {
-    snap_.reset();  // with plugins, the log phase still needs the chains it pins
-  } else if (!ex_->pctx.resp.headers.empty()) {
-    edits = &ex_->pctx.resp.headers;
+  if (!msg_) {
+    msg_ = w_.take_message();
   }
   if (close || !req_body_done_ || w_.draining()) {
     keep_alive_ = false;
@@ -57,21 +37,14 @@ bool ClientConn::reply_head(int status, std::string_view content_type,
   // Closing with request bytes still unread: drain them first, or the kernel's reset could
   // destroy our answer before the client reads it.
   linger_after_ = close || !req_body_done_;
-  std::string& h = ex_->out_head;
+  std::string& h = msg_->head;
   h.clear();
   fmt::format_to(std::back_inserter(h), "HTTP/1.1 {} {}\r\n{}Date: {}\r\n", status,
                  status_reason(status), w_.settings().server_header, w_.http_date());
-  if (!content_type.empty() && (edits == nullptr || !edits->drops("content-type"))) {
+  if (!content_type.empty()) {
     h.append("Content-Type: ").append(content_type).append("\r\n");
   }
   h.append(extra_headers);
-  if (status >= 500 && !ex_->up_statuses.empty()) {
-    // The gateway's 502/504 after its tries (APISIX sets it from $upstream_status).
-    h.append("X-APISIX-Upstream-Status: ").append(ex_->up_statuses).append("\r\n");
-  }
-  if (edits != nullptr) {
-    append_added_headers(*edits);
-  }
   // RFC 9110 8.6: no Content-Length (and no body) on 1xx or 204; 304 has none to describe.
   bool bodiless = status < 200 || status == 204 || status == 304;
   if (!bodiless) {

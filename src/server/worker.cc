@@ -15,6 +15,8 @@ Worker::Worker(int id, std::shared_ptr<const Settings> settings, std::shared_ptr
   plugin_local_.worker_id = id_;
   plugin_local_.loop = &loop_;
   plugin_local_.host = this;
+  upstream_env_ = {&loop_, &pool_, &settings_->limits, settings_->read_buffer,
+                   settings_->max_read_buffer};
 }
 
 Worker::~Worker() {
@@ -63,12 +65,14 @@ void Worker::run() {
 }
 
 void Worker::publish(snapshot::SnapshotPtr snap) {
-  loop_.post([this, snap = std::move(snap)]() mutable {
-    snapshot_ = std::move(snap);
-    balancers_.clear();
-    balancers_.resize(snapshot_ ? snapshot_->upstreams.size() : 0);
-    ++balancer_generation_;
-  });
+  loop_.post([this, snap = std::move(snap)]() mutable { set_snapshot(std::move(snap)); });
+}
+
+void Worker::set_snapshot(snapshot::SnapshotPtr snap) {
+  snapshot_ = std::move(snap);
+  balancers_.clear();
+  balancers_.resize(snapshot_ ? snapshot_->upstreams.size() : 0);
+  ++balancer_generation_;
 }
 
 void Worker::drain(uint32_t deadline_ms) {
@@ -269,9 +273,9 @@ void Worker::on_admin_reply(uint64_t id, AdminResponse resp) {
 
 uint64_t Worker::suspend(plugin::Context& ctx) {
   uint64_t token = next_plugin_token_++;
-  auto* c = static_cast<ClientConn*>(ctx.conn);
-  plugin_waiting_.emplace(token, c);
-  c->plugin_suspended(token);
+  auto* ex = static_cast<Exchange*>(ctx.conn);
+  plugin_waiting_.emplace(token, ex);
+  ex->plugin_suspended(token);
   return token;
 }
 
@@ -285,9 +289,9 @@ void Worker::resume(uint64_t token, plugin::Action a) {
   if (it == plugin_waiting_.end()) {
     return;  // the request ended meanwhile
   }
-  ClientConn* c = it->second;
+  Exchange* ex = it->second;
   plugin_waiting_.erase(it);
-  c->on_plugin_resume(a);
+  ex->on_plugin_resume(a);
 }
 
 namespace {
@@ -295,19 +299,18 @@ namespace {
 constexpr size_t kMaxFree = 256;
 }  // namespace
 
-std::unique_ptr<Exchange> Worker::take_exchange() {
-  if (free_exchanges_.empty()) {
-    return std::make_unique<Exchange>();
+std::unique_ptr<H1Message> Worker::take_message() {
+  if (free_messages_.empty()) {
+    return std::make_unique<H1Message>(*this);
   }
-  auto ex = std::move(free_exchanges_.back());
-  free_exchanges_.pop_back();
-  ex->up_statuses.clear();  // read by any reply; the rest is set before it is read
-  return ex;
+  auto m = std::move(free_messages_.back());
+  free_messages_.pop_back();
+  return m;
 }
 
-void Worker::give_exchange(std::unique_ptr<Exchange> ex) {
-  if (ex && free_exchanges_.size() < kMaxFree) {
-    free_exchanges_.push_back(std::move(ex));
+void Worker::give_message(std::unique_ptr<H1Message> m) {
+  if (m && free_messages_.size() < kMaxFree) {
+    free_messages_.push_back(std::move(m));
   }
 }
 

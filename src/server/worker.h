@@ -13,6 +13,7 @@
 #include "io/event_loop.h"
 #include "metrics/conn_stats.h"
 #include "plugin/plugin.h"
+#include "proxy/h1_upstream_request.h"
 #include "proxy/pool.h"
 #include "server/conn_limits.h"
 #include "server/exchange.h"
@@ -24,6 +25,7 @@
 namespace sluice::server {
 
 class ClientConn;
+struct H1Message;
 
 // Thread: worker (constructed on the control thread before the loop runs)
 class Worker final : public plugin::Host {
@@ -44,6 +46,8 @@ class Worker final : public plugin::Host {
 
   // Thread: any. Swap in a new snapshot; requests in flight keep theirs.
   void publish(snapshot::SnapshotPtr snap);
+  // Thread: worker (or before run()). The same, at once.
+  void set_snapshot(snapshot::SnapshotPtr snap);
   // Thread: any. Stop accepting; finish in-flight requests; exit the loop when idle, or after
   // `deadline_ms` closing whatever is left.
   void drain(uint32_t deadline_ms);
@@ -77,8 +81,10 @@ class Worker final : public plugin::Host {
   std::string_view http_date();  // IMF-fixdate, cached per second
   // Free lists, so a busy connection's request state and read buffer cost no allocation in
   // steady state while an idle one holds neither.
-  std::unique_ptr<Exchange> take_exchange();
-  void give_exchange(std::unique_ptr<Exchange> ex);
+  std::unique_ptr<H1Message> take_message();
+  void give_message(std::unique_ptr<H1Message> m);
+  // What this worker's upstream requests share: its loop, pool and buffer sizes.
+  const proxy::H1UpstreamEnv& upstream_env() const { return upstream_env_; }
   void take_buffer(io::Buffer* b);
   void give_buffer(io::Buffer* b);
   int id() const { return id_; }
@@ -119,14 +125,15 @@ class Worker final : public plugin::Host {
   std::unordered_map<uint64_t, ClientConn*> admin_waiting_;
   uint64_t next_admin_id_ = 1;  // 0 means "not waiting"
   // Requests a plugin suspended, by token (plugin::Host); same lifetime rule as admin_waiting_.
-  std::unordered_map<uint64_t, ClientConn*> plugin_waiting_;
+  std::unordered_map<uint64_t, Exchange*> plugin_waiting_;
   uint64_t next_plugin_token_ = 1;
   plugin::WorkerLocal plugin_local_;
   metrics::ConnStats stats_;
   std::unordered_map<ClientConn*, std::unique_ptr<ClientConn>> clients_;
   bool draining_ = false;
   io::Timer drain_timer_{&Worker::on_drain_deadline, this};
-  std::vector<std::unique_ptr<Exchange>> free_exchanges_;
+  std::vector<std::unique_ptr<H1Message>> free_messages_;
+  proxy::H1UpstreamEnv upstream_env_;
   std::vector<std::unique_ptr<char[]>> free_buffers_;
   int64_t date_second_ = -1;
   char date_[40] = {0};

@@ -1,0 +1,228 @@
+#include "proxy/h1_upstream_request.h"
+
+#include <cerrno>
+#include <cstring>
+
+#include "common/log.h"
+
+namespace sluice::proxy {
+
+H1UpstreamRequest::~H1UpstreamRequest() { release(false); }
+
+bool H1UpstreamRequest::open(const Target& t, bool fresh, UpstreamOwner* owner, int* err) {
+  release(false);
+  target_ = t;
+  written_ = false;
+  error_ = {};
+  kind_ = http::BodyKind::kNone;
+  left_ = 0;
+  keep_alive_ = false;
+  done_ = false;
+  consume_ = 0;
+  chunked_.reset();
+  if (!fresh) {
+    conn_ = env_.pool->take(*t.key);
+  }
+  reused_ = conn_ != nullptr;
+  if (!conn_) {
+    int fd = io::connect_nonblocking(*t.addr);
+    if (fd < 0) {
+      *err = -fd;
+      return false;
+    }
+    conn_ = std::make_unique<UpstreamConn>(*env_.loop, fd, *t.key);
+    conn_->in().reserve_total(env_.read_buffer);
+    env_.loop->add(fd, conn_.get());
+  }
+  conn_->owner = owner;
+  ++conn_->requests;
+  return true;
+}
+
+void H1UpstreamRequest::add_body(std::string_view piece, bool chunked) {
+  if (!chunked) {
+    out_.add(piece);
+    return;
+  }
+  if (piece.empty()) {
+    return;  // an empty chunk would end the body
+  }
+  size_t hl = h1::format_chunk_size(piece.size(), chunk_hdr_);
+  out_.add({chunk_hdr_, hl});
+  out_.add(piece);
+  out_.add(h1::kChunkEnd);
+}
+
+void H1UpstreamRequest::add_body_end(bool chunked) {
+  if (chunked) {
+    out_.add(h1::kLastChunk);
+  }
+}
+
+UpstreamRequest::Send H1UpstreamRequest::send(int* err) {
+  io::SocketTransport& t = conn_->transport();
+  if (!conn_->connected) {
+    if (!t.writable() && !t.hangup()) {
+      return Send::kWait;
+    }
+    int e = io::socket_error(conn_->fd());
+    if (e != 0) {
+      *err = e;
+      return Send::kConnectFailed;
+    }
+    conn_->connected = true;
+    t.set_writable(true);
+  }
+  if (out_.empty()) {
+    return Send::kDone;
+  }
+  if (!t.writable()) {
+    return Send::kWait;
+  }
+  switch (t.write(out_, err)) {
+    case io::Outbox::Result::kQueued:
+      return Send::kWait;
+    case io::Outbox::Result::kBlocked:
+      written_ = true;  // perhaps only part of it
+      return Send::kWait;
+    case io::Outbox::Result::kError:
+      return Send::kWriteFailed;
+    case io::Outbox::Result::kDone:
+      break;
+  }
+  written_ = true;
+  return Send::kDone;
+}
+
+bool H1UpstreamRequest::answered_early() const {
+  return conn_ && (!conn_->in().empty() || conn_->transport().readable());
+}
+
+io::Transport::Read H1UpstreamRequest::read_more() {
+  size_t before = conn_->in().size();
+  io::Transport::Read r = conn_->transport().read(conn_->in(), env_.max_read_buffer);
+  if (r == io::Transport::Read::kData) {
+    received_ += conn_->in().size() - before;
+  }
+  return r;
+}
+
+UpstreamRequest::Head H1UpstreamRequest::read_head(http::Method method, http::ResponseHead* head) {
+  io::Buffer& b = conn_->in();
+  while (true) {
+    if (!b.empty()) {
+      h1::ParseResult r = h1::parse_response(b.view(), *env_.limits, method, head);
+      if (r.status == h1::ParseStatus::kComplete) {
+        if (head->status >= 100 && head->status < 200 && head->status != 101) {
+          b.consume(r.consumed);  // interim responses are the gateway's business, not relayed
+          continue;
+        }
+        if (head->status == 101) {
+          error_ = "protocol upgrade is not supported";
+          return Head::kBad;
+        }
+        b.consume(r.consumed);  // the head's views stay valid: consume() moves no bytes
+        kind_ = head->body_kind;
+        left_ = head->content_length;
+        keep_alive_ = head->keep_alive;
+        done_ = kind_ == http::BodyKind::kNone || (kind_ == http::BodyKind::kLength && left_ == 0);
+        return Head::kHead;
+      }
+      if (r.status == h1::ParseStatus::kError) {
+        error_ = r.error;
+        return Head::kBad;
+      }
+    }
+    switch (read_more()) {
+      case io::Transport::Read::kData:
+        continue;
+      case io::Transport::Read::kWait:
+        return Head::kWait;
+      case io::Transport::Read::kEof:
+        return Head::kClosed;
+    }
+  }
+}
+
+UpstreamRequest::Body H1UpstreamRequest::read_body(std::string_view* piece) {
+  io::Buffer& b = conn_->in();
+  while (!done_) {
+    if (!b.empty()) {
+      if (kind_ == http::BodyKind::kLength || kind_ == http::BodyKind::kUntilClose) {
+        size_t n = b.size();
+        if (kind_ == http::BodyKind::kLength) {
+          n = static_cast<size_t>(std::min<uint64_t>(left_, n));
+          left_ -= n;
+          done_ = left_ == 0;
+        }
+        *piece = {b.data(), n};
+        consume_ = n;
+        return Body::kData;
+      }
+      h1::ChunkedDecoder::Step s = chunked_.step(b.view());
+      switch (s.status) {
+        case h1::ChunkedDecoder::Status::kData:
+          *piece = s.data;
+          consume_ = s.consumed;
+          return Body::kData;
+        case h1::ChunkedDecoder::Status::kDone:
+          b.consume(s.consumed);
+          done_ = true;
+          continue;
+        case h1::ChunkedDecoder::Status::kNeedMore:
+          b.consume(s.consumed);
+          if (s.consumed != 0) {
+            continue;
+          }
+          break;
+        case h1::ChunkedDecoder::Status::kError:
+          return Body::kBad;
+      }
+    }
+    switch (read_more()) {
+      case io::Transport::Read::kData:
+        continue;
+      case io::Transport::Read::kWait:
+        return Body::kWait;
+      case io::Transport::Read::kEof:
+        if (kind_ == http::BodyKind::kUntilClose && !conn_->transport().failed()) {
+          done_ = true;
+          continue;
+        }
+        return Body::kCut;
+    }
+  }
+  return Body::kEnd;
+}
+
+void H1UpstreamRequest::consume() {
+  if (conn_ && consume_ != 0) {
+    conn_->in().consume(consume_);
+  }
+  consume_ = 0;
+}
+
+bool H1UpstreamRequest::reusable() const {
+  return conn_ && keep_alive_ && kind_ != http::BodyKind::kUntilClose && done_ &&
+         conn_->in().empty();
+}
+
+void H1UpstreamRequest::release(bool reusable) {
+  out_.clear();
+  if (!conn_) {
+    return;
+  }
+  conn_->owner = nullptr;
+  io::SocketTransport& t = conn_->transport();
+  if (t.cancel_read()) {
+    reusable = false;  // bytes, FIN or an error after the response: not clean
+  }
+  if (reusable && !t.hangup() && !t.fin() && conn_->requests < target_.pool_requests) {
+    t.set_readable(false);
+    env_.pool->put(std::move(conn_), target_.pool_size, target_.pool_idle_ms);
+  } else {
+    env_.loop->retire(std::move(conn_));
+  }
+}
+
+}  // namespace sluice::proxy

@@ -1,0 +1,76 @@
+#pragma once
+// The HTTP/1.1 client side of one upstream request: a connection taken from the worker's
+// keep-alive pool or newly made, the request's bytes written as the exchange queues them, the
+// response head parsed (1xx interim answers skipped) and its body de-framed (length, chunks
+// or the close) into pieces that point into the connection's read buffer.
+
+#include <memory>
+#include <string>
+
+#include "codec/h1/chunked.h"
+#include "codec/h1/parser.h"
+#include "io/event_loop.h"
+#include "io/outbox.h"
+#include "proxy/pool.h"
+#include "proxy/upstream_conn.h"
+#include "proxy/upstream_request.h"
+
+namespace sluice::proxy {
+
+// What every H1UpstreamRequest of a worker shares.
+// Thread: worker
+struct H1UpstreamEnv {
+  io::EventLoop* loop = nullptr;
+  Pool* pool = nullptr;
+  const h1::Limits* limits = nullptr;
+  size_t read_buffer = 16384;      // a new connection's read buffer
+  size_t max_read_buffer = 65536;  // what it may grow to
+};
+
+// Thread: worker
+class H1UpstreamRequest final : public UpstreamRequest {
+ public:
+  explicit H1UpstreamRequest(const H1UpstreamEnv& env) : env_(env) {}
+  ~H1UpstreamRequest() override;
+
+  bool open(const Target& t, bool fresh, UpstreamOwner* owner, int* err) override;
+  bool reused() const override { return reused_; }
+  bool connected() const override { return conn_ && conn_->connected; }
+  void add_head(std::string_view head) override { out_.add(head); }
+  void add_body(std::string_view piece, bool chunked) override;
+  void add_body_end(bool chunked) override;
+  bool queued() const override { return !out_.empty(); }
+  Send send(int* err) override;
+  bool answered_early() const override;
+  Head read_head(http::Method method, http::ResponseHead* head) override;
+  std::string_view error() const override { return error_; }
+  Body read_body(std::string_view* piece) override;
+  void consume() override;
+  bool reusable() const override;
+  void release(bool reusable) override;
+  bool written() const override { return written_; }
+  uint64_t received() const override { return received_; }
+
+ private:
+  // One read from the connection; kData, kWait or kEof.
+  io::Transport::Read read_more();
+
+  H1UpstreamEnv env_;
+  Target target_;
+  std::unique_ptr<UpstreamConn> conn_;
+  io::Outbox out_;
+  bool reused_ = false;
+  bool written_ = false;
+  uint64_t received_ = 0;
+  std::string_view error_;
+  // The response body being read.
+  http::BodyKind kind_ = http::BodyKind::kNone;
+  uint64_t left_ = 0;
+  bool keep_alive_ = false;
+  bool done_ = false;
+  size_t consume_ = 0;
+  h1::ChunkedDecoder chunked_;
+  char chunk_hdr_[24];
+};
+
+}  // namespace sluice::proxy

@@ -1,0 +1,166 @@
+// The HTTP/1.1 codec as the exchange sees it (Downstream): the request body de-framed from
+// the read buffer (lengths and chunks; pieces point into the buffer and are dropped once the
+// exchange has sent them on), "100 Continue", and the response framed for this client: its
+// length, chunks, or the close for an HTTP/1.0 client, with the keep-alive verdict.
+
+#include "common/strings.h"
+#include "server/client_conn.h"
+#include "server/worker.h"
+
+namespace sluice::server {
+
+void ClientConn::release_head() {
+  if (head_held_) {
+    in_.consume(head_len_);
+    head_held_ = false;
+  }
+}
+
+Downstream::Body ClientConn::read_body(std::string_view* piece) {
+  while (!req_body_done_) {
+    if (!in_.empty()) {
+      if (req_body_ == http::BodyKind::kLength) {
+        size_t n = static_cast<size_t>(std::min<uint64_t>(req_left_, in_.size()));
+        *piece = {in_.data(), n};
+        body_consume_ = n;
+        req_left_ -= n;
+        req_body_done_ = req_left_ == 0;
+        return Body::kData;
+      }
+      h1::ChunkedDecoder::Step st = msg_->req_chunked.step(in_.view());
+      switch (st.status) {
+        case h1::ChunkedDecoder::Status::kData:
+          *piece = st.data;
+          body_consume_ = st.consumed;
+          return Body::kData;
+        case h1::ChunkedDecoder::Status::kDone:
+          in_.consume(st.consumed);
+          req_body_done_ = true;
+          continue;
+        case h1::ChunkedDecoder::Status::kError:
+          return Body::kBad;
+        case h1::ChunkedDecoder::Status::kNeedMore:
+          in_.consume(st.consumed);
+          if (st.consumed > 0 && !in_.empty()) {
+            continue;
+          }
+          break;
+      }
+    }
+    if (client_eof_) {
+      return Body::kClosed;
+    }
+    bool eof = false;
+    if (read_client(&eof) == Step::kWait) {
+      return Body::kWait;
+    }
+  }
+  return Body::kEnd;
+}
+
+void ClientConn::consume_body() {
+  in_.consume(body_consume_);
+  body_consume_ = 0;
+}
+
+void ClientConn::send_continue() {
+  if (!req_body_done_ && in_.empty()) {
+    out_.add(kContinue);
+  }
+}
+
+void ClientConn::send_head(const ResponseStart& r) {
+  const Settings& st = w_.settings();
+  if (r.close || !req_body_done_ || w_.draining()) {
+    keep_alive_ = false;
+  }
+  chunks_out_ = false;
+  if (!r.bodiless && r.content_length < 0) {
+    if (client_http10_) {
+      keep_alive_ = false;  // a 1.0 client learns the end from the close
+    } else {
+      chunks_out_ = true;
+    }
+  }
+  // Closing with request bytes still unread: drain them first, or the kernel's reset could
+  // destroy our answer before the client reads it.
+  linger_after_ = r.gateway_made && (r.close || !req_body_done_);
+  std::string& h = msg_->head;
+  h.clear();
+  h.append("HTTP/1.1 ");
+  common::append_uint(h, static_cast<uint64_t>(r.status));
+  h.push_back(' ');
+  h.append(r.reason.empty() ? status_reason(r.status) : r.reason).append("\r\n");
+  // A plugin's Server field replaces the gateway's token.
+  std::string_view server = st.server_header;
+  for (const http::Header& f : r.fields) {
+    if (http::iequals(f.name, "server")) {
+      server = {};
+    }
+  }
+  if (r.gateway_made) {
+    h.append(server);
+  }
+  for (const http::Header& f : r.upstream_fields) {
+    if (!st.server_header.empty() && http::iequals(f.name, "server")) {
+      continue;
+    }
+    h.append(f.name).append(": ").append(f.value).append("\r\n");
+  }
+  if (!r.gateway_made) {
+    h.append(server);
+  }
+  for (const http::Header& f : r.fields) {
+    h.append(f.name).append(": ").append(f.value).append("\r\n");
+  }
+  if (r.content_length >= 0) {
+    h.append("Content-Length: ");
+    common::append_uint(h, static_cast<uint64_t>(r.content_length));
+    h.append("\r\n");
+  } else if (chunks_out_) {
+    h.append("Transfer-Encoding: chunked\r\n");
+  }
+  if (!keep_alive_) {
+    h.append("Connection: close\r\n");
+  } else if (client_http10_) {
+    h.append("Connection: keep-alive\r\n");
+  }
+  h.append("\r\n");
+  out_.clear();
+  out_.add(h);
+}
+
+void ClientConn::send_data(std::string_view data) {
+  if (data.empty()) {
+    return;  // an empty chunk would end the body
+  }
+  if (chunks_out_) {
+    size_t hl = h1::format_chunk_size(data.size(), msg_->chunk_hdr);
+    out_.add({msg_->chunk_hdr, hl});
+    out_.add(data);
+    out_.add(h1::kChunkEnd);
+  } else {
+    out_.add(data);
+  }
+}
+
+void ClientConn::send_end() {
+  if (chunks_out_) {
+    out_.add(h1::kLastChunk);
+  }
+}
+
+Downstream::Flush ClientConn::flush() {
+  switch (flush_out()) {
+    case Step::kWait:
+      return Flush::kWait;
+    case Step::kProgress:
+      return Flush::kClosed;  // a write error closed the connection
+    case Step::kDone:
+      break;
+  }
+  io::TimerQueue::cancel(timer_);  // a send timeout armed while the client was slow is over
+  return Flush::kDone;
+}
+
+}  // namespace sluice::server

@@ -1,0 +1,297 @@
+// The exchange's life: begin (pin, match, plugins), the route's own verdicts, gateway-made
+// replies, the end (log phase, the try's connection released), timeouts. The tries live in
+// exchange_upstream.cc, the upstream head in exchange_head.cc, the response in
+// exchange_response.cc, the plugin phases in exchange_plugins.cc.
+
+#include "server/exchange.h"
+
+#include <fmt/format.h>
+
+#include "common/log.h"
+#include "server/worker.h"
+
+namespace sluice::server {
+
+Exchange::Exchange(Worker& w, std::unique_ptr<proxy::UpstreamRequest> up)
+    : w_(w), up_(std::move(up)) {}
+
+Exchange::~Exchange() {
+  if (active()) {
+    abort();
+  }
+}
+
+void Exchange::begin(Downstream& down, const http::RequestHead& req, size_t head_len,
+                     const ClientInfo& client) {
+  down_ = &down;
+  st_ = State{};
+  st_.phase = Phase::kAwaitHead;  // placeholder until routed
+  st_.req = &req;
+  st_.holds_head = true;
+  st_.head_len = head_len;
+  st_.method = req.method;
+  st_.up_method = req.method;
+  st_.expect_continue = req.expect_continue;
+  st_.has_body = req.body_kind != http::BodyKind::kNone;
+  st_.body_length = req.content_length;
+  st_.body_chunked = req.body_kind == http::BodyKind::kChunked;
+  st_.client = client;
+  up_statuses_.clear();
+  snap_ = w_.snapshot();
+  const router::RouteSpec* spec = nullptr;
+  router::MatchContext mctx{&req, client.ip, client.addr, client.local_port};
+  if (snap_) {
+    spec = snap_->table.match(mctx);
+  }
+  st_.route = spec != nullptr ? &snap_->routes[spec->index] : nullptr;
+  // One test when no plugin is configured anywhere.
+  if (snap_ && (snap_->global || (st_.route != nullptr && st_.route->chain))) {
+    begin_plugins(mctx);
+    if (!run_request_plugins()) {
+      return;
+    }
+  }
+  route_request();
+}
+
+Exchange::Step Exchange::step() {
+  switch (st_.phase) {
+    case Phase::kIdle:
+    case Phase::kDone:
+      return Step::kDone;
+    case Phase::kClosed:
+      return Step::kClose;
+    case Phase::kPluginWait:
+      return Step::kWait;
+    case Phase::kConnect:
+    case Phase::kSend:
+      return send_request();
+    case Phase::kAwaitHead:
+      return read_response_head();
+    case Phase::kStream:
+      return stream_response();
+    case Phase::kReply:
+      return write_reply();
+  }
+  return Step::kDone;
+}
+
+// After the request phases: the route's own verdicts (404, 503, 413), then the upstream.
+void Exchange::route_request() {
+  const snapshot::Route* route = st_.route;
+  if (route == nullptr) {
+    reply(404, "{\"error_msg\":\"404 Route Not Found\"}\n", false);
+    return;
+  }
+  st_.up_conf = route->upstream;
+  int status = 0;
+  std::string_view msg;
+  if (route->target == snapshot::RouteTarget::kServiceMissing) {
+    status = 404;
+    msg = "{\"error_msg\":\"404 Route Not Found\"}\n";
+  } else if (route->target == snapshot::RouteTarget::kNoUpstream) {
+    status = 503;
+    msg = "{\"error_msg\":\"missing upstream configuration in Route or Service\"}\n";
+  } else if (st_.up_conf->nodes.empty()) {
+    status = 503;
+    msg = "{\"error_msg\":\"no valid upstream node\"}\n";
+  } else if (w_.settings().client_max_body_size != 0 && st_.has_body && !st_.body_chunked &&
+             st_.body_length > w_.settings().client_max_body_size) {
+    status = 413;
+  }
+  if (status != 0) {
+    reply(status, msg, false);
+    return;
+  }
+  st_.lb_hash = balancer_hash();
+  build_upstream_head();
+  release_head();
+  if (st_.expect_continue && st_.has_body) {
+    down_->send_continue();
+  }
+  st_.tries_left = st_.up_conf->retries;
+  st_.first_try_ms = w_.loop().now_ms();
+  if (!connect_next()) {
+    upstream_failed(502, "no node reachable");
+  }
+}
+
+void Exchange::release_head() {
+  if (st_.holds_head) {
+    down_->release_head();
+  }
+  st_.req = nullptr;
+  st_.holds_head = false;
+  if (st_.plugins) {
+    pctx_.req = nullptr;
+    pctx_.match.req = nullptr;
+  }
+}
+
+// A gateway-made response: header_filter edits the head; the body is whole, so body_filter
+// sees it as one last piece before its length is written.
+void Exchange::reply(int status, std::string_view body, bool close) {
+  end_try(false);
+  release_head();
+  forget_plugin_wait();
+  reply_body_.assign(body);
+  if (body.empty() && status >= 400) {
+    reply_body_ = fmt::format("{{\"error_msg\":\"{} {}\"}}\n", status, status_reason(status));
+  }
+  std::string_view type;
+  if (!reply_body_.empty()) {
+    type = reply_body_.front() == '{' ? "application/json" : "text/plain";
+  }
+  const plugin::HeaderEdits* edits = nullptr;
+  if (st_.plugins) {
+    plugin_header_filter(status, nullptr);
+    if (pctx_.resp.status != 0) {
+      status = pctx_.resp.status;
+    }
+    std::string_view out = plugin::run_body_filter(chains_, pctx_, reply_body_, true);
+    if (out.data() != reply_body_.data() || out.size() != reply_body_.size()) {
+      reply_body_.assign(out);
+    }
+    if (!pctx_.resp.headers.empty()) {
+      edits = &pctx_.resp.headers;
+    }
+  }
+  fields_.clear();
+  if (edits == nullptr || !edits->drops("date")) {
+    fields_.push_back({"Date", w_.http_date()});
+  }
+  if (!type.empty() && (edits == nullptr || !edits->drops("content-type"))) {
+    fields_.push_back({"Content-Type", type});
+  }
+  if (status >= 500 && !up_statuses_.empty()) {
+    // The gateway's 502/504 after its tries (APISIX sets it from $upstream_status).
+    fields_.push_back({"X-APISIX-Upstream-Status", up_statuses_});
+  }
+  if (edits != nullptr) {
+    add_edited_fields(*edits);
+  }
+  // RFC 9110 8.6: no Content-Length (and no body) on 1xx or 204; 304 has none to describe.
+  bool bodiless = status < 200 || status == 204 || status == 304;
+  ResponseStart r;
+  r.status = status;
+  r.upstream_fields = {};
+  r.fields = fields_;
+  r.content_length = bodiless ? -1 : static_cast<int64_t>(reply_body_.size());
+  r.bodiless = bodiless || st_.method == http::Method::kHead;
+  r.gateway_made = true;
+  r.close = close;
+  down_->send_head(r);
+  st_.response_started = true;
+  if (!r.bodiless && !reply_body_.empty()) {
+    down_->send_data(reply_body_);
+    pctx_.bytes_out += reply_body_.size();
+  }
+  down_->send_end();
+  st_.phase = Phase::kReply;
+  io::TimerQueue::cancel(timer_);  // a slow client is the connection's send timeout
+}
+
+Exchange::Step Exchange::write_reply() {
+  switch (down_->flush()) {
+    case Downstream::Flush::kWait:
+      return Step::kWait;
+    case Downstream::Flush::kClosed:
+      close_early();
+      return Step::kClose;
+    case Downstream::Flush::kDone:
+      break;
+  }
+  if (st_.plugins) {
+    end_plugins();
+  }
+  io::TimerQueue::cancel(timer_);
+  snap_.reset();
+  st_.phase = Phase::kDone;
+  return Step::kDone;
+}
+
+// The response went out whole: the log phase, the connection back to the pool.
+Exchange::Step Exchange::finish() {
+  if (st_.plugins) {
+    pctx_.upstream_end_ns = pctx_.timed ? plugin::monotonic_ns() : 0;
+    end_plugins();
+  }
+  bool reusable = up_->reusable() && st_.body_sent;
+  node_finished(true);
+  end_try(reusable);
+  io::TimerQueue::cancel(timer_);
+  snap_.reset();
+  st_.phase = Phase::kDone;
+  return Step::kDone;
+}
+
+void Exchange::abort() {
+  if (active()) {
+    close_early();
+  }
+  st_.phase = Phase::kIdle;
+}
+
+void Exchange::close_early() {
+  forget_plugin_wait();
+  if (st_.plugins) {
+    end_plugins();
+  }
+  io::TimerQueue::cancel(timer_);
+  end_try(false);
+  snap_.reset();
+  st_.req = nullptr;
+  st_.holds_head = false;
+  st_.phase = Phase::kClosed;
+}
+
+void Exchange::end_try(bool reusable) {
+  node_finished(false);
+  up_->release(reusable);
+}
+
+void Exchange::upstream_failed(int status, const char* why) {
+  SLUICE_LOG(kError, "upstream {} for {}: {}",
+             st_.node >= 0 ? std::string_view(st_.up_conf->nodes[st_.node].addr_key)
+                           : std::string_view("-"),
+             st_.client.ip, why);
+  if (st_.response_started) {
+    close_early();
+    return;
+  }
+  reply(status, {}, false);
+}
+
+void Exchange::arm(uint32_t ms) { w_.loop().arm(timer_, ms); }
+
+void Exchange::on_timer(void* self) {
+  auto* ex = static_cast<Exchange*>(self);
+  ex->handle_timeout();
+  ex->down_->wake();
+}
+
+void Exchange::on_upstream_event() { down_->wake(); }
+
+void Exchange::handle_timeout() {
+  switch (st_.phase) {
+    case Phase::kConnect:
+      st_.up_conf->report_failure(st_.node, health::Failure::kTimeout);
+      try_next_or_fail(504, "connect timeout");
+      return;
+    case Phase::kSend:
+      if (up_->queued()) {
+        try_next_or_fail(504, "send timeout");
+        return;
+      }
+      break;  // the client stopped sending its body
+    case Phase::kAwaitHead:
+      st_.up_conf->report_failure(st_.node, health::Failure::kTimeout);
+      try_next_or_fail(504, "read timeout");
+      return;
+    default:
+      break;
+  }
+  close_early();
+}
+
+}  // namespace sluice::server

@@ -1,0 +1,590 @@
+// The exchange driven with no socket and no peer: an in-memory downstream (what the client's
+// codec would do) and a scripted upstream request (what a node would answer). Routes, retries,
+// the stale pooled connection's one retry, header rules, local replies, plugin suspension and
+// edits, backpressure both ways, the upstream's early answer.
+
+#include "server/exchange.h"
+
+#include <gtest/gtest.h>
+
+#include <deque>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "codec/h1/parser.h"
+#include "plugin/chain.h"
+#include "server/worker.h"
+
+namespace sluice::server {
+namespace {
+
+using Fields = std::vector<std::pair<std::string, std::string>>;
+
+// What a client's codec would do, in memory.
+class FakeDownstream final : public Downstream {
+ public:
+  std::deque<std::string> body_in;  // pieces the client will send
+  bool body_complete = true;        // after body_in, the body ends
+  bool client_gone = false;
+  bool blocked = false;  // flush() says kWait
+  // What came out.
+  int status = 0;
+  Fields fields;
+  int64_t content_length = -2;
+  bool bodiless = false, gateway_made = false, close = false;
+  std::string body, pending;
+  bool ended = false;
+  int continues = 0, wakes = 0;
+  bool head_released = false;
+  size_t consumed = 0;
+
+  void release_head() override { head_released = true; }
+  Body read_body(std::string_view* piece) override {
+    if (holding_) {
+      *piece = current_;
+      return Body::kData;
+    }
+    if (!body_in.empty()) {
+      current_ = std::move(body_in.front());
+      body_in.pop_front();
+      holding_ = true;
+      *piece = current_;
+      return Body::kData;
+    }
+    if (client_gone) {
+      return Body::kClosed;
+    }
+    return body_complete ? Body::kEnd : Body::kWait;
+  }
+  void consume_body() override {
+    consumed += current_.size();
+    holding_ = false;
+  }
+  bool body_done() const override { return body_in.empty() && !holding_ && body_complete; }
+  void send_continue() override { ++continues; }
+  void send_head(const ResponseStart& r) override {
+    status = r.status;
+    fields.clear();
+    for (const auto& f : r.upstream_fields) {
+      fields.emplace_back(f.name, f.value);
+    }
+    for (const auto& f : r.fields) {
+      fields.emplace_back(f.name, f.value);
+    }
+    content_length = r.content_length;
+    bodiless = r.bodiless;
+    gateway_made = r.gateway_made;
+    close = r.close;
+  }
+  void send_data(std::string_view data) override { pending.append(data); }
+  void send_end() override { ended = true; }
+  Flush flush() override {
+    if (blocked) {
+      return Flush::kWait;
+    }
+    body += pending;
+    pending.clear();
+    return Flush::kDone;
+  }
+  uint64_t head_bytes() const override { return 0; }
+  void wake() override { ++wakes; }
+
+  std::string field(std::string_view name) const {
+    for (const auto& [n, v] : fields) {
+      if (http::iequals(n, name)) {
+        return v;
+      }
+    }
+    return "<none>";
+  }
+
+ private:
+  std::string current_;
+  bool holding_ = false;
+};
+
+// One scripted try of the upstream.
+struct Try {
+  enum class Kind {
+    kAnswer,       // answers status/fields/body
+    kRefused,      // open() fails (connection refused at once)
+    kConnectFail,  // the connect fails later
+    kCloseEarly,   // closes before a response head
+    kWriteFail,    // writing the request fails
+    kEarlyAnswer,  // writing fails, but an answer is already there
+  };
+  Kind kind = Kind::kAnswer;
+  int status = 200;
+  Fields fields;
+  std::vector<std::string> body;
+  bool reused = false;  // the try's connection came from the pool
+};
+
+// A node's side, scripted try by try; records what each try was sent.
+class FakeUpstream final : public proxy::UpstreamRequest {
+ public:
+  std::deque<Try> tries;
+  std::vector<std::string> keys;   // each open()'s node
+  std::vector<bool> fresh;         // each open()'s `fresh`
+  std::vector<std::string> heads;  // each try's request head
+  std::string sent_body;           // the last try's body bytes (framing included)
+  bool body_end = false;
+  int released = 0, released_reusable = 0;
+  bool stall_body = false;  // read_body says kWait after the first piece
+
+  bool open(const proxy::Target& t, bool f, proxy::UpstreamOwner*, int* err) override {
+    keys.push_back(*t.key);
+    fresh.push_back(f);
+    if (tries.empty()) {
+      ADD_FAILURE() << "an unscripted try on " << *t.key;
+      *err = ECONNREFUSED;
+      return false;
+    }
+    cur_ = tries.front();
+    tries.pop_front();
+    if (f) {
+      cur_.reused = false;
+    }
+    heads.emplace_back();
+    sent_body.clear();
+    body_end = false;
+    piece_ = 0;
+    written_ = false;
+    if (cur_.kind == Try::Kind::kRefused) {
+      *err = ECONNREFUSED;
+      return false;
+    }
+    open_ = true;
+    connected_ = cur_.reused;
+    return true;
+  }
+  bool reused() const override { return cur_.reused; }
+  bool connected() const override { return connected_; }
+  void add_head(std::string_view head) override { heads.back().assign(head); }
+  void add_body(std::string_view piece, bool chunked) override {
+    sent_body += chunked ? "[" + std::string(piece) + "]" : std::string(piece);
+    queued_ = true;
+  }
+  void add_body_end(bool chunked) override {
+    body_end = true;
+    if (chunked) {
+      sent_body += "[end]";
+    }
+  }
+  bool queued() const override { return queued_; }
+  Send send(int* err) override {
+    if (!connected_) {
+      if (cur_.kind == Try::Kind::kConnectFail) {
+        *err = ECONNREFUSED;
+        return Send::kConnectFailed;
+      }
+      connected_ = true;
+    }
+    if (cur_.kind == Try::Kind::kWriteFail || cur_.kind == Try::Kind::kEarlyAnswer) {
+      *err = EPIPE;
+      return Send::kWriteFailed;
+    }
+    written_ = true;
+    queued_ = false;
+    return Send::kDone;
+  }
+  bool answered_early() const override { return cur_.kind == Try::Kind::kEarlyAnswer; }
+  Head read_head(http::Method, http::ResponseHead* head) override {
+    if (cur_.kind == Try::Kind::kCloseEarly) {
+      return Head::kClosed;
+    }
+    head->status = cur_.status;
+    head->reason = "Scripted";
+    head->num_headers = 0;
+    size_t length = 0;
+    for (const auto& b : cur_.body) {
+      length += b.size();
+    }
+    for (const auto& [n, v] : cur_.fields) {
+      head->headers[head->num_headers++] = {n, v};
+    }
+    head->body_kind = length > 0 ? http::BodyKind::kLength : http::BodyKind::kNone;
+    head->content_length = length;
+    head->keep_alive = true;
+    return Head::kHead;
+  }
+  std::string_view error() const override { return "scripted"; }
+  Body read_body(std::string_view* piece) override {
+    if (piece_ < cur_.body.size()) {
+      if (stall_body && piece_ == 1) {
+        return Body::kWait;
+      }
+      *piece = cur_.body[piece_];
+      consumable_ = true;
+      return Body::kData;
+    }
+    return Body::kEnd;
+  }
+  void consume() override {
+    if (consumable_) {
+      ++piece_;
+      consumable_ = false;
+    }
+  }
+  bool reusable() const override { return open_ && piece_ == cur_.body.size(); }
+  void release(bool reusable) override {
+    if (open_) {
+      ++released;
+      released_reusable += reusable ? 1 : 0;
+    }
+    open_ = false;
+  }
+  bool written() const override { return written_; }
+  uint64_t received() const override { return 0; }
+
+ private:
+  Try cur_;
+  bool open_ = false, connected_ = false, written_ = false, queued_ = false;
+  bool consumable_ = false;
+  size_t piece_ = 0;
+};
+
+// A plugin for the tests: suspends in access (until resumed), or rewrites the response.
+class TestPlugin final : public plugin::Plugin {
+ public:
+  enum class Mode { kSuspend, kReject, kRewrite };
+  explicit TestPlugin(Mode m) : mode_(m) {}
+  uint32_t phases() const override {
+    return plugin::phase_bit(plugin::Phase::kAccess) |
+           plugin::phase_bit(plugin::Phase::kHeaderFilter) |
+           plugin::phase_bit(plugin::Phase::kBodyFilter);
+  }
+  plugin::Action access(plugin::Context& ctx) const override {
+    if (mode_ == Mode::kSuspend) {
+      token = ctx.worker->host->suspend(ctx);
+      return plugin::Action::kPending;
+    }
+    if (mode_ == Mode::kReject) {
+      ctx.reply_status = 429;
+      ctx.reply_body = "{\"error_msg\":\"slow down\"}\n";
+      return plugin::Action::kReply;
+    }
+    ctx.upstream.headers.set("X-Added", "1");
+    ctx.upstream.uri = "/rewritten?x=1";
+    return plugin::Action::kContinue;
+  }
+  void header_filter(plugin::Context& ctx) const override {
+    if (mode_ == Mode::kRewrite) {
+      ctx.resp.status = 201;
+      ctx.resp.headers.set("X-Via", "test");
+      ctx.resp.content_length = 7;
+    }
+  }
+  void body_filter(plugin::Context&, plugin::BodyPiece& piece) const override {
+    if (mode_ == Mode::kRewrite) {
+      piece.eof() ? piece.replace("new body") : piece.drop();
+    }
+  }
+  mutable uint64_t token = 0;
+
+ private:
+  Mode mode_;
+};
+
+std::shared_ptr<upstream::Upstream> make_upstream(int nodes, int retries) {
+  auto u = std::make_shared<upstream::Upstream>();
+  for (int i = 0; i < nodes; ++i) {
+    upstream::Node n;
+    n.ip = "127.0.0.1";
+    n.port = static_cast<uint16_t>(9001 + i);
+    n.host = n.ip;
+    n.resolved = true;
+    io::make_sockaddr(n.ip, n.port, &n.addr);
+    n.addr_key = n.ip + ":" + std::to_string(n.port);
+    n.host_header = n.addr_key;
+    u->nodes.push_back(n);
+  }
+  u->retries = retries;
+  return u;
+}
+
+class ExchangeTest : public ::testing::Test {
+ protected:
+  ExchangeTest() : worker_(0, std::make_shared<Settings>(), std::make_shared<ConnLimits>(1000)) {}
+
+  // One route `/hello*` to an upstream of `nodes` nodes, with `plugin` on it when given.
+  void serve(int nodes, int retries, std::shared_ptr<const plugin::Plugin> plugin = nullptr) {
+    auto snap = std::make_shared<snapshot::Snapshot>();
+    auto up = make_upstream(nodes, retries);
+    snap->upstreams.push_back(std::make_unique<upstream::Upstream>(*up));
+    snapshot::Route r;
+    r.id = "1";
+    r.uris = {"/hello*"};
+    r.target = snapshot::RouteTarget::kUpstream;
+    r.upstream = snap->upstreams.back().get();
+    if (plugin) {
+      plugin::Entry e;
+      e.name = "test";
+      e.plugin = std::move(plugin);
+      std::vector<plugin::Entry> entries;
+      entries.push_back(std::move(e));
+      r.chain = std::make_shared<const plugin::Chain>(std::move(entries));
+    }
+    snap->routes.push_back(std::move(r));
+    router::RouteSpec spec;
+    spec.uris = {"/hello*"};
+    auto table = router::RouteTable::build({spec});
+    ASSERT_TRUE(table.is_ok());
+    snap->table = std::move(*table);
+    worker_.set_snapshot(std::move(snap));
+  }
+
+  // Parses `raw` and begins an exchange on it.
+  void begin(std::string raw) {
+    raw_ = std::move(raw);
+    auto r = h1::parse_request(raw_, h1::Limits{}, &req_);
+    ASSERT_EQ(r.status, h1::ParseStatus::kComplete);
+    ClientInfo client{"192.0.2.7", {}, 9080};
+    router::parse_ip("192.0.2.7", &client.addr);
+    ex_->begin(down_, req_, r.consumed, client);
+  }
+
+  // Steps until the exchange waits or ends.
+  Exchange::Step run() {
+    for (int i = 0; i < 100; ++i) {
+      Exchange::Step s = ex_->step();
+      if (s != Exchange::Step::kProgress) {
+        return s;
+      }
+    }
+    ADD_FAILURE() << "the exchange never settled";
+    return Exchange::Step::kClose;
+  }
+
+  Worker worker_;
+  FakeDownstream down_;
+  FakeUpstream* up_ = new FakeUpstream;  // owned by ex_
+  std::unique_ptr<Exchange> ex_ =
+      std::make_unique<Exchange>(worker_, std::unique_ptr<proxy::UpstreamRequest>(up_));
+  std::string raw_;
+  http::RequestHead req_;
+};
+
+TEST_F(ExchangeTest, NoRouteIsAGatewayMade404) {
+  serve(1, 0);
+  begin("GET /other HTTP/1.1\r\nHost: a\r\n\r\n");
+  EXPECT_EQ(run(), Exchange::Step::kDone);
+  EXPECT_EQ(down_.status, 404);
+  EXPECT_TRUE(down_.gateway_made);
+  EXPECT_EQ(down_.body, "{\"error_msg\":\"404 Route Not Found\"}\n");
+  EXPECT_EQ(down_.content_length, static_cast<int64_t>(down_.body.size()));
+  EXPECT_EQ(down_.field("Content-Type"), "application/json");
+  EXPECT_TRUE(down_.head_released);
+  EXPECT_TRUE(up_->keys.empty());
+}
+
+TEST_F(ExchangeTest, ProxiesWithTheHeaderRules) {
+  serve(1, 0);
+  up_->tries.push_back({.fields = {{"X-Up", "1"},
+                                   {"Connection", "X-Hop"},
+                                   {"X-Hop", "h"},
+                                   {"Keep-Alive", "timeout=5"}},
+                        .body = {"hello ", "world"}});
+  begin(
+      "GET /hello?a=1 HTTP/1.1\r\nHost: example.com\r\nConnection: X-Secret\r\nX-Secret: s\r\n"
+      "X-Forwarded-For: 10.0.0.1\r\nUser-Agent: t\r\n\r\n");
+  EXPECT_EQ(run(), Exchange::Step::kDone);
+  ASSERT_EQ(up_->heads.size(), 1u);
+  const std::string& h = up_->heads[0];
+  EXPECT_EQ(h.rfind("GET /hello?a=1 HTTP/1.1\r\nHost: example.com\r\n", 0), 0u) << h;
+  EXPECT_NE(h.find("User-Agent: t\r\n"), std::string::npos) << h;
+  EXPECT_EQ(h.find("X-Secret"), std::string::npos) << "a Connection-listed field went up: " << h;
+  EXPECT_NE(h.find("X-Real-IP: 192.0.2.7\r\n"), std::string::npos) << h;
+  EXPECT_NE(h.find("X-Forwarded-For: 10.0.0.1, 192.0.2.7\r\n"), std::string::npos) << h;
+  EXPECT_NE(h.find("X-Forwarded-Port: 9080\r\n"), std::string::npos) << h;
+  EXPECT_EQ(down_.status, 200);
+  EXPECT_FALSE(down_.gateway_made);
+  EXPECT_EQ(down_.field("X-Up"), "1");
+  EXPECT_EQ(down_.field("X-Hop"), "<none>");
+  EXPECT_EQ(down_.field("Keep-Alive"), "<none>");
+  EXPECT_EQ(down_.content_length, 11);
+  EXPECT_EQ(down_.body, "hello world");
+  EXPECT_TRUE(down_.ended);
+  EXPECT_EQ(up_->released_reusable, 1) << "a clean response returns its connection to the pool";
+}
+
+TEST_F(ExchangeTest, FailedTriesMoveToTheNextNodeAndTheLastStatusListsThemAll) {
+  serve(3, 2);
+  up_->tries.push_back({.kind = Try::Kind::kRefused});
+  up_->tries.push_back({.kind = Try::Kind::kConnectFail});
+  up_->tries.push_back({.kind = Try::Kind::kRefused});
+  begin("GET /hello HTTP/1.1\r\nHost: a\r\n\r\n");
+  EXPECT_EQ(run(), Exchange::Step::kDone);
+  EXPECT_EQ(up_->keys.size(), 3u);
+  EXPECT_NE(up_->keys[0], up_->keys[1]);
+  EXPECT_EQ(down_.status, 502);
+  EXPECT_EQ(down_.field("X-APISIX-Upstream-Status"), "502, 502, 502");
+}
+
+TEST_F(ExchangeTest, RetriesStopWhenTheUpstreamsRetriesAreSpent) {
+  serve(3, 1);
+  up_->tries.push_back({.kind = Try::Kind::kConnectFail});
+  up_->tries.push_back({.kind = Try::Kind::kConnectFail});
+  begin("GET /hello HTTP/1.1\r\nHost: a\r\n\r\n");
+  EXPECT_EQ(run(), Exchange::Step::kDone);
+  EXPECT_EQ(up_->keys.size(), 2u);
+  EXPECT_EQ(down_.status, 502);
+}
+
+TEST_F(ExchangeTest, AStalePooledConnectionGetsOneFreshRetryOnTheSameNode) {
+  serve(2, 0);
+  up_->tries.push_back({.kind = Try::Kind::kCloseEarly, .reused = true});
+  up_->tries.push_back({.body = {"ok"}});
+  begin("GET /hello HTTP/1.1\r\nHost: a\r\n\r\n");
+  EXPECT_EQ(run(), Exchange::Step::kDone);
+  ASSERT_EQ(up_->keys.size(), 2u);
+  EXPECT_EQ(up_->keys[0], up_->keys[1]) << "the same node, on a new connection";
+  EXPECT_FALSE(up_->fresh[0]);
+  EXPECT_TRUE(up_->fresh[1]);
+  EXPECT_EQ(down_.status, 200);
+  EXPECT_EQ(down_.body, "ok");
+}
+
+TEST_F(ExchangeTest, ARequestWithABodyIsNotRetriedOnAStaleConnection) {
+  serve(1, 0);
+  up_->tries.push_back({.kind = Try::Kind::kCloseEarly, .reused = true});
+  down_.body_in = {"abc"};
+  begin("POST /hello HTTP/1.1\r\nHost: a\r\nContent-Length: 3\r\n\r\n");
+  EXPECT_EQ(run(), Exchange::Step::kDone);
+  EXPECT_EQ(up_->keys.size(), 1u);
+  EXPECT_EQ(down_.status, 502);
+}
+
+TEST_F(ExchangeTest, TheBodyGoesUpPieceByPieceAndLeavesTheClientBufferOnlyOnceWritten) {
+  serve(1, 0);
+  up_->tries.push_back({.status = 201});
+  down_.body_in = {"one,", "two"};
+  down_.body_complete = false;
+  begin(
+      "POST /hello HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\nExpect: "
+      "100-continue\r\n\r\n");
+  EXPECT_EQ(run(), Exchange::Step::kWait);  // the rest of the body is not here yet
+  EXPECT_EQ(down_.continues, 1);
+  EXPECT_EQ(up_->sent_body, "[one,][two]");
+  EXPECT_EQ(down_.consumed, 7u);
+  EXPECT_NE(up_->heads[0].find("Transfer-Encoding: chunked\r\n"), std::string::npos);
+  down_.body_in = {"three"};
+  down_.body_complete = true;
+  EXPECT_EQ(run(), Exchange::Step::kDone);
+  EXPECT_EQ(up_->sent_body, "[one,][two][three][end]");
+  EXPECT_EQ(down_.status, 201);
+}
+
+TEST_F(ExchangeTest, AClientThatGoesAwayMidBodyEndsTheExchange) {
+  serve(1, 0);
+  up_->tries.push_back({});
+  down_.body_in = {"a"};
+  down_.body_complete = false;
+  down_.client_gone = true;
+  begin("POST /hello HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\n\r\n");
+  EXPECT_EQ(run(), Exchange::Step::kClose);
+  EXPECT_EQ(down_.status, 0) << "nothing was answered";
+  EXPECT_EQ(up_->released_reusable, 0);
+}
+
+TEST_F(ExchangeTest, ASlowClientHoldsTheUpstreamsBytes) {
+  serve(1, 0);
+  up_->tries.push_back({.body = {"aaa", "bbb"}});
+  begin("GET /hello HTTP/1.1\r\nHost: a\r\n\r\n");
+  down_.blocked = true;
+  EXPECT_EQ(run(), Exchange::Step::kWait);
+  EXPECT_EQ(down_.pending, "aaa") << "one piece at a time while the client is full";
+  EXPECT_EQ(down_.body, "");
+  down_.blocked = false;
+  EXPECT_EQ(run(), Exchange::Step::kDone);
+  EXPECT_EQ(down_.body, "aaabbb");
+}
+
+TEST_F(ExchangeTest, ASlowUpstreamBodyWaitsWithThePiecesSentSoFar) {
+  serve(1, 0);
+  up_->stall_body = true;
+  up_->tries.push_back({.body = {"first", "second"}});
+  begin("GET /hello HTTP/1.1\r\nHost: a\r\n\r\n");
+  EXPECT_EQ(run(), Exchange::Step::kWait);
+  EXPECT_EQ(down_.body, "first");
+  EXPECT_FALSE(down_.ended);
+  up_->stall_body = false;
+  EXPECT_EQ(run(), Exchange::Step::kDone);
+  EXPECT_EQ(down_.body, "firstsecond");
+}
+
+TEST_F(ExchangeTest, TheUpstreamsEarlyAnswerReachesTheClientAndClosesTheConnection) {
+  serve(1, 0);
+  up_->tries.push_back({.kind = Try::Kind::kEarlyAnswer, .status = 413, .body = {"too big"}});
+  down_.body_in = {"x"};
+  down_.body_complete = false;
+  begin("POST /hello HTTP/1.1\r\nHost: a\r\nContent-Length: 100\r\n\r\n");
+  EXPECT_EQ(run(), Exchange::Step::kDone);
+  EXPECT_EQ(down_.status, 413);
+  EXPECT_EQ(down_.body, "too big");
+  EXPECT_TRUE(down_.close);
+}
+
+TEST_F(ExchangeTest, APluginsReplyIsAGatewayMadeAnswer) {
+  serve(1, 0, std::make_shared<TestPlugin>(TestPlugin::Mode::kReject));
+  begin("GET /hello HTTP/1.1\r\nHost: a\r\n\r\n");
+  EXPECT_EQ(run(), Exchange::Step::kDone);
+  EXPECT_EQ(down_.status, 429);
+  EXPECT_EQ(down_.body, "{\"error_msg\":\"slow down\"}\n");
+  EXPECT_TRUE(up_->keys.empty());
+}
+
+TEST_F(ExchangeTest, ASuspendedRequestWaitsThenResumesWhereItStopped) {
+  auto plugin = std::make_shared<TestPlugin>(TestPlugin::Mode::kSuspend);
+  serve(1, 0, plugin);
+  up_->tries.push_back({.body = {"ok"}});
+  begin("GET /hello HTTP/1.1\r\nHost: a\r\n\r\n");
+  EXPECT_EQ(run(), Exchange::Step::kWait);
+  EXPECT_TRUE(up_->keys.empty());
+  EXPECT_FALSE(down_.head_released) << "the head stays readable for the hooks after resume";
+  ASSERT_NE(plugin->token, 0u);
+  worker_.resume(plugin->token, plugin::Action::kContinue);
+  EXPECT_EQ(down_.wakes, 1);
+  EXPECT_EQ(run(), Exchange::Step::kDone);
+  EXPECT_EQ(down_.status, 200);
+}
+
+TEST_F(ExchangeTest, PluginsEditTheUpstreamRequestAndTheResponse) {
+  serve(1, 0, std::make_shared<TestPlugin>(TestPlugin::Mode::kRewrite));
+  up_->tries.push_back({.fields = {{"X-Via", "upstream"}}, .body = {"old", "body"}});
+  begin("GET /hello HTTP/1.1\r\nHost: a\r\nX-Added: 0\r\n\r\n");
+  EXPECT_EQ(run(), Exchange::Step::kDone);
+  const std::string& h = up_->heads[0];
+  EXPECT_EQ(h.rfind("GET /rewritten?x=1 HTTP/1.1\r\n", 0), 0u) << h;
+  EXPECT_EQ(h.find("X-Added: 0"), std::string::npos) << h;
+  EXPECT_NE(h.find("X-Added: 1\r\n"), std::string::npos) << h;
+  EXPECT_EQ(down_.status, 201);
+  EXPECT_EQ(down_.field("X-Via"), "test");
+  EXPECT_EQ(down_.content_length, 7);
+  EXPECT_EQ(down_.body, "new body");
+}
+
+TEST_F(ExchangeTest, AbortEndsTheTryAndFreesTheExchangeForTheNextRequest) {
+  serve(1, 0);
+  up_->stall_body = true;
+  up_->tries.push_back({.body = {"a", "b"}});
+  begin("GET /hello HTTP/1.1\r\nHost: a\r\n\r\n");
+  EXPECT_EQ(run(), Exchange::Step::kWait);
+  EXPECT_TRUE(ex_->active());
+  ex_->abort();
+  EXPECT_FALSE(ex_->active());
+  EXPECT_EQ(up_->released, 1);
+  EXPECT_EQ(up_->released_reusable, 0);
+  // The same object serves the next request from a clean state.
+  up_->stall_body = false;
+  up_->tries.push_back({.body = {"again"}});
+  down_ = FakeDownstream{};
+  begin("GET /hello HTTP/1.1\r\nHost: a\r\n\r\n");
+  EXPECT_EQ(run(), Exchange::Step::kDone);
+  EXPECT_EQ(down_.body, "again");
+}
+
+}  // namespace
+}  // namespace sluice::server
