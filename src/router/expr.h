@@ -59,6 +59,8 @@ class Var {
   bool nil() const;
   // The value, or false when nil or empty; `out` may point into `scratch`.
   bool get(const MatchContext& ctx, VarScratch* scratch, std::string_view* out) const;
+  // The value, or false when nil; an empty value is found (`${var ?? default}` tells them apart).
+  bool find(const MatchContext& ctx, VarScratch* scratch, std::string_view* out) const;
   // Whether the value comes from the request head (arg_*, http_*, uri, ...), which is only
   // readable while MatchContext::req is set.
   bool reads_request_head() const;

@@ -339,4 +339,8 @@ bool Var::get(const MatchContext& ctx, VarScratch* scratch, std::string_view* ou
   return !nil() && resolve(*leaf_, ctx, scratch, out) && !out->empty();
 }
 
+bool Var::find(const MatchContext& ctx, VarScratch* scratch, std::string_view* out) const {
+  return !nil() && resolve(*leaf_, ctx, scratch, out);
+}
+
 }  // namespace sluice::router

@@ -150,6 +150,22 @@ TEST(VarRequestHead, TellsRequestFromResponseVariables) {
   EXPECT_FALSE(Var().reads_request_head());
 }
 
+TEST_F(ExprResponse, VarFindTellsEmptyFromNil) {
+  up_.headers[2] = {"X-Empty", ""};
+  up_.num_headers = 3;
+  VarScratch scratch;
+  std::string_view v = "unset";
+  EXPECT_TRUE(Var::parse("upstream_http_x_empty").find(req_.ctx, &scratch, &v));
+  EXPECT_EQ(v, "");
+  EXPECT_FALSE(Var::parse("upstream_http_x_empty").get(req_.ctx, &scratch, &v));
+  EXPECT_FALSE(Var::parse("upstream_http_x_none").find(req_.ctx, &scratch, &v));
+  EXPECT_FALSE(Var::parse("nonsense").find(req_.ctx, &scratch, &v));
+  EXPECT_TRUE(Var::parse("status").find(req_.ctx, &scratch, &v));
+  EXPECT_EQ(v, "200");
+  EXPECT_TRUE(Var::parse("upstream_status").find(req_.ctx, &scratch, &v));
+  EXPECT_EQ(v, "502");
+}
+
 TEST(HeaderNameIs, NginxVariableSpelling) {
   EXPECT_TRUE(header_name_is("Content-Type", "content_type"));
   EXPECT_TRUE(header_name_is("X_Under", "x_under"));
