@@ -135,6 +135,15 @@ StatusOr<ValueTemplate> ValueTemplate::parse(std::string_view s) {
   return t;
 }
 
+bool ValueTemplate::reads_balancer_ip() const {
+  for (const Part& p : parts_) {
+    if (p.source == Source::kBalancerIp) {
+      return true;
+    }
+  }
+  return false;
+}
+
 bool ValueTemplate::lookup(const Part& p, const plugin::Context& ctx, const router::MatchContext& m,
                            router::VarScratch* scratch, std::string_view* out) {
   switch (p.source) {
