@@ -344,6 +344,26 @@ def test_head_gets_no_body(make_gateway, upstream, conf):
         _framed(got, b"replaced\n" if "body" in conf else b"bye world\n")
 
 
+@pytest.mark.parametrize("path,conf,status", [
+    ("/204", {"body": "abc"}, 204),
+    pytest.param("/hello", {"body": "abc", "status_code": 204}, 204, marks=pytest.mark.xfail(
+        strict=True, reason="server: a 204 made from an upstream's 200 still carries the "
+        "upstream's Content-Length (ClientConn::build_response_head)")),
+])
+def test_no_length_on_a_204(make_gateway, upstream, path, conf, status):
+    gw = make_gateway(admin=True)
+    upstream.route("/204", fu.Fixed(204, [], b""))
+    _hello(upstream)
+    _put(gw, 1, path, upstream, conf)
+    with Client(gw.port) as c:
+        got = c.get(path)
+        assert got.status == status and got.body == b"", got
+        assert got.header("content-length") is None, "RFC 9110 8.6: %r" % got
+        assert got.header("transfer-encoding") is None, got
+        got = c.get(path)  # nothing stray on the connection
+        assert got.status == status, got
+
+
 def test_vars_on_upstream_headers(make_gateway, upstream):
     gw = make_gateway(admin=True)
     _hello(upstream, "/flagged", headers=[("X-Flag", "1")])

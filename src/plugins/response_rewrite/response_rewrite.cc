@@ -108,7 +108,11 @@ void ResponseRewrite::header_filter(Context& ctx) const {
     ctx.resp.headers.remove("Last-Modified");
     ctx.resp.headers.remove("ETag");
     ctx.resp.body_changes = true;
-    ctx.resp.content_length = conf_.has_body ? static_cast<int64_t>(conf_.body.size()) : -1;
+    // A 1xx, 204 or 304 has no body to give a length of (RFC 9110 8.6).
+    int status = view.status;
+    bool bodiless = status < 200 || status == 204 || status == 304;
+    ctx.resp.content_length =
+        conf_.has_body && !bodiless ? static_cast<int64_t>(conf_.body.size()) : -1;
   }
   if (!conf_.filters.empty()) {
     if (HeldBodies* held = HeldBodies::of(ctx.worker); held != nullptr) {

@@ -149,6 +149,27 @@ TEST_F(ResponseRewriteTest, BodyComesWithAnEmptyLastPieceToo) {
   EXPECT_EQ(seen, (std::vector<std::string>{"", "", "x"}));
 }
 
+TEST_F(ResponseRewriteTest, NoLengthForAStatusWithoutBody) {
+  use(R"({"body": "abc"})");
+  for (int status : {204, 304, 101}) {
+    ctx_.reset();
+    ctx_.worker = &worker_;
+    head(status);
+    EXPECT_TRUE(ctx_.resp.body_changes) << status;
+    EXPECT_EQ(ctx_.resp.content_length, -1) << status;
+  }
+  use(R"({"body": "abc", "status_code": 200})");  // a 204 turned into a 200 has one
+  ctx_.reset();
+  ctx_.worker = &worker_;
+  head(204);
+  EXPECT_EQ(ctx_.resp.content_length, 3);
+  use(R"({"body": "abc", "status_code": 204})");
+  ctx_.reset();
+  ctx_.worker = &worker_;
+  head(200);
+  EXPECT_EQ(ctx_.resp.content_length, -1);
+}
+
 TEST_F(ResponseRewriteTest, Base64Body) {
   use(R"({"body": "AP8KSGk=", "body_base64": true})");
   head(200);
