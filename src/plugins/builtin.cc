@@ -4,13 +4,15 @@
 
 #include "plugins/limit_count/limit_count.h"
 #include "plugins/prometheus/prometheus.h"
+#include "plugins/response_rewrite/response_rewrite.h"
 
 namespace sluice::plugins {
 
 std::span<const plugin::PluginInfo> builtin() {
-  static const std::array<plugin::PluginInfo, 2> kBuiltin{
-      limit_count::info(),  // 1002
-      prometheus::info(),   // 500
+  static const std::array<plugin::PluginInfo, 3> kBuiltin{
+      limit_count::info(),       // 1002
+      response_rewrite::info(),  // 899
+      prometheus::info(),        // 500
   };
   return kBuiltin;
 }

@@ -105,7 +105,7 @@ void resolve_var(std::string_view var, ExprLeaf* leaf) {
     std::string_view name;
     VarKind kind;
   };
-  static constexpr std::array<Fixed, 8> kFixed = {{
+  static constexpr std::array<Fixed, 10> kFixed = {{
       {"uri", VarKind::kUri},
       {"request_uri", VarKind::kRequestUri},
       {"args", VarKind::kArgs},
@@ -114,6 +114,8 @@ void resolve_var(std::string_view var, ExprLeaf* leaf) {
       {"remote_addr", VarKind::kRemoteAddr},
       {"request_method", VarKind::kRequestMethod},
       {"server_port", VarKind::kServerPort},
+      {"status", VarKind::kStatus},
+      {"upstream_status", VarKind::kUpstreamStatus},
   }};
   for (const Fixed& f : kFixed) {
     if (f.name == var) {
@@ -130,6 +132,12 @@ void resolve_var(std::string_view var, ExprLeaf* leaf) {
   } else if (var.starts_with("cookie_") && var.size() > 7) {
     leaf->var = VarKind::kCookie;
     leaf->name = std::string(var.substr(7));
+  } else if (var.starts_with("sent_http_") && var.size() > 10) {
+    leaf->var = VarKind::kSentHttp;
+    leaf->name = lower(var.substr(10));
+  } else if (var.starts_with("upstream_http_") && var.size() > 14) {
+    leaf->var = VarKind::kUpstreamHttp;
+    leaf->name = lower(var.substr(14));
   } else {
     leaf->var = VarKind::kNil;
   }
@@ -318,6 +326,7 @@ common::StatusOr<uint32_t> Compiler::compile_leaf(const Json& rule) {
   }
   ExprLeaf leaf;
   resolve_var(rule[0].get_ref<const std::string&>(), &leaf);
+  leaf.var_name = rule[0].get<std::string>();
   const OpName* op = nullptr;
   const Json* val = nullptr;
   if (rule.size() == 2) {  // [var, val]: lua-resty-expr's shorthand for ==
@@ -373,6 +382,17 @@ common::StatusOr<Expr> Expr::compile(const Json& vars) {
 
 bool Expr::eval(const MatchContext& ctx) const {
   return program_ == nullptr || eval_program(*program_, ctx);
+}
+
+std::string_view Expr::request_head_var() const {
+  if (program_ != nullptr) {
+    for (const ExprLeaf& leaf : program_->leaves) {
+      if (reads_request_head(leaf.var)) {
+        return leaf.var_name;
+      }
+    }
+  }
+  return {};
 }
 
 Var Var::parse(std::string_view name) {

@@ -13,22 +13,41 @@
 
 namespace sluice::router {
 
+// The response an expression evaluated in a response phase looks at (response-rewrite's
+// `vars`): the variables status, upstream_status, sent_http_* and upstream_http_*.
+// Thread: worker
+struct ResponseView {
+  int status = 0;                                // the status the client will get, as edited so far
+  const http::ResponseHead* upstream = nullptr;  // the upstream's head; null: the gateway's answer
+  // sent_http_<name>: the header the client will get, `name` as in the variable (lower case,
+  // '_' for '-'). Null: the upstream's header.
+  bool (*sent_header)(const void* arg, std::string_view name, std::string_view* out) = nullptr;
+  const void* arg = nullptr;
+};
+
 // Thread: worker. What a route match looks at besides the request head. remote_addr and
-// remote_ip are the same client address, as text and parsed.
+// remote_ip are the same client address, as text and parsed. `resp` is set only where an
+// expression runs on a response; while routing the response variables are nil.
 struct MatchContext {
   const http::RequestHead* req = nullptr;
   std::string_view remote_addr;
   IpAddr remote_ip;
   uint16_t server_port = 0;
+  const ResponseView* resp = nullptr;
 };
+
+// nginx's $http_<name> / $sent_http_<name> lookup: whether header `header` is the one a
+// variable suffix `var_name` (lower case, '_' for '-') names.
+bool header_name_is(std::string_view header, std::string_view var_name);
 
 struct ExprProgram;  // expr_program.h
 struct ExprLeaf;     // expr_program.h
 
-// Room for the variables whose value is not a view into the request (host, server_port).
+// Room for the variables whose value is not a view into the request (host, server_port,
+// status).
 struct VarScratch {
   char host[256];
-  char port[8];
+  char port[8];  // server_port's or a status's digits
 };
 
 // A variable read by name, with the names and values `vars` uses (limit-count's `key`).
@@ -40,6 +59,11 @@ class Var {
   bool nil() const;
   // The value, or false when nil or empty; `out` may point into `scratch`.
   bool get(const MatchContext& ctx, VarScratch* scratch, std::string_view* out) const;
+  // The value, or false when nil; an empty value is found (`${var ?? default}` tells them apart).
+  bool find(const MatchContext& ctx, VarScratch* scratch, std::string_view* out) const;
+  // Whether the value comes from the request head (arg_*, http_*, uri, ...), which is only
+  // readable while MatchContext::req is set.
+  bool reads_request_head() const;
 
  private:
   std::shared_ptr<const ExprLeaf> leaf_;
@@ -55,7 +79,10 @@ class Var {
 // http_<name> (first header whose lower-cased name, '-' read as '_', equals name),
 // cookie_<name> (first cookie with exactly that name), uri (path, no query), request_uri
 // (request-target as sent), args / query_string (query without '?'), host (no port,
-// lower-case), remote_addr, request_method, server_port. Any other variable is nil.
+// lower-case), remote_addr, request_method, server_port. On a response (MatchContext::resp):
+// status (as the client will get it), upstream_status (nil for the gateway's own answers),
+// sent_http_<name> (a header the client will get), upstream_http_<name> (the upstream's).
+// Any other variable is nil, and so is a request-head variable when MatchContext::req is null.
 //
 // Operators: == ~= (strings; a number value compares the variable as a number), > >= < <=
 // (numbers; nil or non-numeric is false), ~~ and ~* (PCRE2 search, the latter caseless),
@@ -72,6 +99,8 @@ class Expr {
   // Never allocates (after the first regex match on a thread).
   bool eval(const MatchContext& ctx) const;
   bool empty() const { return program_ == nullptr; }
+  // The first variable read from the request head (see Var::reads_request_head), or empty.
+  std::string_view request_head_var() const;
 
  private:
   std::shared_ptr<const ExprProgram> program_;

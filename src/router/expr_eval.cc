@@ -43,20 +43,6 @@ bool find_arg(string_view query, string_view name, string_view* out) {
   return false;
 }
 
-// nginx's $http_<name>: the header name lower-cased with '-' read as '_'.
-bool header_name_is(string_view header, string_view var_name) {
-  if (header.size() != var_name.size()) {
-    return false;
-  }
-  for (size_t i = 0; i < header.size(); ++i) {
-    const char c = header[i] == '-' ? '_' : ascii_lower(header[i]);
-    if (c != var_name[i]) {
-      return false;
-    }
-  }
-  return true;
-}
-
 bool find_header(const http::RequestHead& req, string_view name, string_view* out) {
   for (size_t i = 0; i < req.num_headers; ++i) {
     if (header_name_is(req.headers[i].name, name)) {
@@ -90,8 +76,67 @@ bool find_cookie(const http::RequestHead& req, string_view name, string_view* ou
   return false;
 }
 
+bool find_response_header(const http::ResponseHead& resp, string_view name, string_view* out) {
+  for (size_t i = 0; i < resp.num_headers; ++i) {
+    if (header_name_is(resp.headers[i].name, name)) {
+      *out = resp.headers[i].value;
+      return true;
+    }
+  }
+  return false;
+}
+
+string_view status_text(int status, Scratch* scratch) {
+  auto res = std::to_chars(scratch->port, scratch->port + sizeof(scratch->port), status);
+  return string_view(scratch->port, res.ptr - scratch->port);
+}
+
+// status, upstream_status, sent_http_*, upstream_http_*: nil without a response.
+bool resolve_response(const ExprLeaf& leaf, const MatchContext& ctx, Scratch* scratch,
+                      string_view* out) {
+  const ResponseView* resp = ctx.resp;
+  if (resp == nullptr) {
+    return false;
+  }
+  switch (leaf.var) {
+    case VarKind::kStatus:
+      *out = status_text(resp->status, scratch);
+      return true;
+    case VarKind::kUpstreamStatus:
+      if (resp->upstream == nullptr) {
+        return false;
+      }
+      *out = status_text(resp->upstream->status, scratch);
+      return true;
+    case VarKind::kSentHttp:
+      if (resp->sent_header != nullptr) {
+        return resp->sent_header(resp->arg, leaf.name, out);
+      }
+      return resp->upstream != nullptr && find_response_header(*resp->upstream, leaf.name, out);
+    case VarKind::kUpstreamHttp:
+      return resp->upstream != nullptr && find_response_header(*resp->upstream, leaf.name, out);
+    default:
+      return false;
+  }
+}
+
 // The variable's value, or false when it is nil.
 bool resolve(const ExprLeaf& leaf, const MatchContext& ctx, Scratch* scratch, string_view* out) {
+  if (leaf.var >= VarKind::kStatus) [[unlikely]] {
+    return resolve_response(leaf, ctx, scratch, out);
+  }
+  if (ctx.req == nullptr) [[unlikely]] {
+    // A response phase after the request head is gone: only the connection's own variables.
+    if (leaf.var == VarKind::kRemoteAddr) {
+      *out = ctx.remote_addr;
+      return !out->empty();
+    }
+    if (leaf.var == VarKind::kServerPort) {
+      *out = status_text(ctx.server_port, scratch);
+      return true;
+    }
+    return false;
+  }
   const http::RequestHead& req = *ctx.req;
   switch (leaf.var) {
     case VarKind::kNil:
@@ -120,14 +165,12 @@ bool resolve(const ExprLeaf& leaf, const MatchContext& ctx, Scratch* scratch, st
     case VarKind::kRequestMethod:
       *out = req.method_text.empty() ? http::method_name(req.method) : req.method_text;
       return true;
-    case VarKind::kServerPort: {
-      auto res = std::to_chars(scratch->port, scratch->port + sizeof(scratch->port),
-                               static_cast<unsigned>(ctx.server_port));
-      *out = string_view(scratch->port, res.ptr - scratch->port);
+    case VarKind::kServerPort:
+      *out = status_text(ctx.server_port, scratch);
       return true;
-    }
+    default:  // the response variables, resolved above
+      return false;
   }
-  return false;
 }
 
 // pcre2_match_data with room for the whole match only: `~~` needs no captures, and PCRE2
@@ -273,10 +316,31 @@ bool parse_number(string_view text, double* out) {
   return true;
 }
 
+bool header_name_is(string_view header, string_view var_name) {
+  if (header.size() != var_name.size()) {
+    return false;
+  }
+  for (size_t i = 0; i < header.size(); ++i) {
+    const char c = header[i] == '-' ? '_' : ascii_lower(header[i]);
+    if (c != var_name[i]) {
+      return false;
+    }
+  }
+  return true;
+}
+
 bool Var::nil() const { return leaf_ == nullptr || leaf_->var == VarKind::kNil; }
+
+bool Var::reads_request_head() const {
+  return leaf_ != nullptr && router::reads_request_head(leaf_->var);
+}
 
 bool Var::get(const MatchContext& ctx, VarScratch* scratch, std::string_view* out) const {
   return !nil() && resolve(*leaf_, ctx, scratch, out) && !out->empty();
+}
+
+bool Var::find(const MatchContext& ctx, VarScratch* scratch, std::string_view* out) const {
+  return !nil() && resolve(*leaf_, ctx, scratch, out);
 }
 
 }  // namespace sluice::router

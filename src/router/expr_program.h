@@ -27,7 +27,18 @@ enum class VarKind : uint8_t {
   kRemoteAddr,
   kRequestMethod,
   kServerPort,
+  // Response variables (MatchContext::resp); every kind from here on reads no request head.
+  kStatus,
+  kUpstreamStatus,
+  kSentHttp,
+  kUpstreamHttp,
 };
+
+// arg_*, http_*, cookie_*, uri, ...: read from MatchContext::req.
+inline bool reads_request_head(VarKind k) {
+  return k != VarKind::kNil && k != VarKind::kRemoteAddr && k != VarKind::kServerPort &&
+         k < VarKind::kStatus;
+}
 
 enum class Op : uint8_t { kEq, kNe, kGt, kGe, kLt, kLe, kRegex, kIn, kHas, kIpMatch };
 
@@ -46,6 +57,7 @@ struct ExprLeaf {
   ValueKind value_kind = ValueKind::kString;
   bool jit = false;               // regex was JIT-compiled
   std::string name;               // arg/header/cookie name; header names lower-case
+  std::string var_name;           // the variable as written, for error messages
   std::string text;               // string value of == ~= has
   double number = 0;              // numeric value (NaN when the value is not a number)
   std::vector<std::string> list;  // in

@@ -125,5 +125,30 @@ TEST(NoAllocation, MatchWithVarsAndRegex) {
   EXPECT_EQ(mismatches, 0);
 }
 
+TEST(NoAllocation, ResponseVariables) {
+  FakeRequest r("GET", "/v/x");
+  http::ResponseHead up;
+  up.status = 200;
+  up.headers[0] = {"Content-Type", "application/json"};
+  up.num_headers = 1;
+  ResponseView view;
+  view.status = 200;
+  view.upstream = &up;
+  r.ctx.resp = &view;
+  const Expr e = *Expr::compile(json::parse(
+      R"([["status", "==", 200], ["upstream_status", ">=", 200],
+          ["sent_http_content_type", "~~", "json$"], ["upstream_http_content_type", "~=", "x"]])"));
+  EXPECT_TRUE(e.eval(r.ctx));  // warm-up: per-thread regex match data
+  bool all = true;
+  {
+    CountAllocations counter;
+    for (int i = 0; i < 1000; ++i) {
+      all = e.eval(r.ctx) && all;
+    }
+    EXPECT_EQ(counter.count(), 0u);
+  }
+  EXPECT_TRUE(all);
+}
+
 }  // namespace
 }  // namespace sluice::router
