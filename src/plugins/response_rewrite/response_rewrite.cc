@@ -47,17 +47,6 @@ bool sent_header(const void* arg, std::string_view name, std::string_view* out) 
   return found;
 }
 
-bool reads_balancer_ip(const HeaderOps& ops) {
-  for (const auto* fields : {&ops.add, &ops.set}) {
-    for (const HeaderField& f : *fields) {
-      if (f.value.reads_balancer_ip()) {
-        return true;
-      }
-    }
-  }
-  return false;
-}
-
 }  // namespace
 
 const plugin::PluginInfo& info() {
@@ -78,9 +67,8 @@ ResponseRewrite::ResponseRewrite(Conf conf) : conf_(std::move(conf)) {
   if (conf_.has_body || !conf_.filters.empty()) {
     phases_ |= plugin::phase_bit(Phase::kBodyFilter);
   }
-  // filters: log() lets go of a held body. $balancer_ip: the server notes the upstream's
-  // address only for chains that have a log hook.
-  if (!conf_.filters.empty() || reads_balancer_ip(conf_.headers)) {
+  // filters: log() lets go of a held body.
+  if (!conf_.filters.empty()) {
     phases_ |= plugin::phase_bit(Phase::kLog);
   }
 }

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <array>
+#include <charconv>
 
 namespace sluice::plugins::response_rewrite {
 
@@ -46,13 +47,14 @@ StatusOr<ValueTemplate::Part> ValueTemplate::variable(std::string_view name,
     std::string_view name;
     Source source;
   };
-  static constexpr std::array<Named, 6> kContext = {{
+  static constexpr std::array<Named, 7> kContext = {{
       {"route_id", Source::kRouteId},
       {"route_name", Source::kRouteName},
       {"service_id", Source::kServiceId},
       {"service_name", Source::kServiceName},
       {"consumer_name", Source::kConsumerName},
       {"balancer_ip", Source::kBalancerIp},
+      {"balancer_port", Source::kBalancerPort},
   }};
   Part p;
   p.text = std::string(fallback);
@@ -135,15 +137,6 @@ StatusOr<ValueTemplate> ValueTemplate::parse(std::string_view s) {
   return t;
 }
 
-bool ValueTemplate::reads_balancer_ip() const {
-  for (const Part& p : parts_) {
-    if (p.source == Source::kBalancerIp) {
-      return true;
-    }
-  }
-  return false;
-}
-
 bool ValueTemplate::lookup(const Part& p, const plugin::Context& ctx, const router::MatchContext& m,
                            router::VarScratch* scratch, std::string_view* out) {
   switch (p.source) {
@@ -168,6 +161,16 @@ bool ValueTemplate::lookup(const Part& p, const plugin::Context& ctx, const rout
       break;
     case Source::kBalancerIp:
       *out = ctx.upstream_ip;
+      break;
+    case Source::kBalancerPort:
+      if (ctx.upstream_port == 0) {
+        return false;
+      }
+      *out = {scratch->port, static_cast<size_t>(
+                                 std::to_chars(scratch->port, scratch->port + sizeof(scratch->port),
+                                               ctx.upstream_port)
+                                     .ptr -
+                                 scratch->port)};
       break;
   }
   return !out->empty();  // APISIX's ctx.var gives nil for these when unset

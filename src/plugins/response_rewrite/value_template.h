@@ -25,8 +25,6 @@ class ValueTemplate {
   static common::StatusOr<ValueTemplate> parse(std::string_view text);
 
   bool is_literal() const { return parts_.empty(); }
-  // Whether it reads $balancer_ip, which the server fills in only for chains with a log hook.
-  bool reads_balancer_ip() const;
   const std::string& text() const { return text_; }  // the whole value when literal
   // Writes the value for this response into *out (cleared first). `m` carries the response
   // (MatchContext::resp) for status, sent_http_*, ...
@@ -43,6 +41,7 @@ class ValueTemplate {
     kServiceName,
     kConsumerName,
     kBalancerIp,
+    kBalancerPort,
   };
   struct Part {
     Source source = Source::kText;
