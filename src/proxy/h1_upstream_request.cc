@@ -94,8 +94,16 @@ UpstreamRequest::Send H1UpstreamRequest::send(int* err) {
   return Send::kDone;
 }
 
-bool H1UpstreamRequest::answered_early() const {
-  return conn_ && (!conn_->in().empty() || conn_->transport().readable());
+bool H1UpstreamRequest::answered_early() {
+  if (!conn_ || !conn_->connected) {
+    return false;
+  }
+  if (!conn_->in().empty()) {
+    return true;
+  }
+  // One read attempt: nothing (or a read queued on the ring, whose result wakes the owner)
+  // says no; bytes or an EOF say yes.
+  return read_more() != io::Transport::Read::kWait;
 }
 
 io::Transport::Read H1UpstreamRequest::read_more() {

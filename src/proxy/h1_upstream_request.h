@@ -41,7 +41,8 @@ class H1UpstreamRequest final : public UpstreamRequest {
   void add_body_end(bool chunked) override;
   bool queued() const override { return !out_.empty(); }
   Send send(int* err) override;
-  bool answered_early() const override;
+  bool answered_early() override;
+  bool has_input() const override { return conn_ && !conn_->in().empty(); }
   Head read_head(http::Method method, http::ResponseHead* head) override;
   std::string_view error() const override { return error_; }
   Body read_body(std::string_view* piece) override;

@@ -73,9 +73,12 @@ class UpstreamRequest {
   virtual bool queued() const = 0;
   // Completes the connect, then writes what is queued.
   virtual Send send(int* err) = 0;
-  // The upstream already sent bytes or closed while the request was being written: it may
-  // have answered early (a 413, say), and that answer should reach the client.
-  virtual bool answered_early() const = 0;
+  // Looks, without waiting, whether the upstream already sent bytes or closed while the
+  // request was still being written: it may have answered early (a 413, a 401), and that
+  // answer should reach the client rather than wait for a body that may never come.
+  virtual bool answered_early() = 0;
+  // Bytes of a response are already read and waiting.
+  virtual bool has_input() const = 0;
   // Reads and parses the response head for a request made with `method`.
   virtual Head read_head(http::Method method, http::ResponseHead* head) = 0;
   virtual std::string_view error() const = 0;

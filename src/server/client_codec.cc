@@ -84,7 +84,7 @@ void ClientConn::send_head(const ResponseStart& r) {
   }
   // Closing with request bytes still unread: drain them first, or the kernel's reset could
   // destroy our answer before the client reads it.
-  linger_after_ = r.gateway_made && (r.close || !req_body_done_);
+  linger_after_ = !req_body_done_ || (r.gateway_made && r.close);
   std::string& h = msg_->head;
   h.clear();
   h.append("HTTP/1.1 ");

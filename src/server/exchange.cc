@@ -216,7 +216,7 @@ Exchange::Step Exchange::finish() {
     pctx_.upstream_end_ns = pctx_.timed ? plugin::monotonic_ns() : 0;
     end_plugins();
   }
-  bool reusable = up_->reusable() && st_.body_sent;
+  bool reusable = up_->reusable() && st_.body_sent && !st_.early;
   node_finished(true);
   end_try(reusable);
   io::TimerQueue::cancel(timer_);

@@ -167,6 +167,7 @@ class Exchange final : public proxy::UpstreamOwner {
   Step send_request();
   Step pump_request_body();
   Step upstream_write_failed(int err);
+  Step relay_early_answer();
   // exchange_head.cc: the request head for the upstream.
   void build_upstream_head();
   void append_forwarding_headers(const plugin::RequestEdits* ed);

@@ -116,7 +116,7 @@ void Exchange::try_next_or_fail(int status, const char* why) {
 
 bool Exchange::can_retry_idle_failure() const {
   return up_->reused() && !st_.retried_idle && !st_.response_started &&
-         http::is_idempotent(st_.up_method) && !st_.has_body && !up_->answered_early();
+         http::is_idempotent(st_.up_method) && !st_.has_body && !up_->has_input();
 }
 
 // A pooled connection the upstream had closed: one fresh try on the same node, for an
@@ -179,6 +179,9 @@ Exchange::Step Exchange::send_request() {
         return Step::kProgress;  // answered (a bad body) or closed
       }
       if (s == Step::kWait && !up_->queued()) {
+        if (up_->answered_early()) {
+          return relay_early_answer();
+        }
         arm(w_.settings().body_timeout_ms);
         return Step::kWait;
       }
@@ -252,6 +255,22 @@ Exchange::Step Exchange::pump_request_body() {
   return Step::kProgress;
 }
 
+// The upstream answered before the request was whole (a 413, a 401, even a 200): its answer
+// goes to the client now rather than after a body that may never come (nginx does the same);
+// the rest of the request body is left unread, the client connection closes after the answer
+// (lingering, so the client reads it), and the upstream connection is not reused.
+Exchange::Step Exchange::relay_early_answer() {
+  SLUICE_LOG(kInfo,
+             "upstream {} answered before the request body was complete; relaying the answer to "
+             "{}, then closing",
+             st_.up_conf->nodes[st_.node].addr_key, st_.client.ip);
+  st_.early = true;
+  st_.phase = Phase::kAwaitHead;
+  st_.received = up_->received();
+  arm(st_.route->timeouts.read_ms);
+  return Step::kProgress;
+}
+
 Exchange::Step Exchange::upstream_write_failed(int err) {
   SLUICE_LOG(kInfo, "write to upstream {} failed: {}", st_.up_conf->nodes[st_.node].addr_key,
              strerror(err));
@@ -259,14 +278,7 @@ Exchange::Step Exchange::upstream_write_failed(int err) {
     return Step::kProgress;
   }
   if (up_->answered_early()) {
-    // The upstream answered early (e.g. 413) and closed: relay that answer; the rest of the
-    // request body stays unread and the connection closes after the answer.
-    st_.early = true;
-    st_.body_sent = true;
-    st_.phase = Phase::kAwaitHead;
-    st_.received = up_->received();
-    arm(st_.route->timeouts.read_ms);
-    return Step::kProgress;
+    return relay_early_answer();  // e.g. a 413, and the upstream closed
   }
   try_next_or_fail(502, "upstream write failed");
   return Step::kProgress;

@@ -190,7 +190,9 @@ class FakeUpstream final : public proxy::UpstreamRequest {
     queued_ = false;
     return Send::kDone;
   }
-  bool answered_early() const override { return cur_.kind == Try::Kind::kEarlyAnswer; }
+  bool answered_early() override { return cur_.kind == Try::Kind::kEarlyAnswer || answer_now; }
+  bool has_input() const override { return false; }
+  bool answer_now = false;  // the node has answered while the request body is still coming
   Head read_head(http::Method, http::ResponseHead* head) override {
     if (cur_.kind == Try::Kind::kCloseEarly) {
       return Head::kClosed;
@@ -525,6 +527,22 @@ TEST_F(ExchangeTest, TheUpstreamsEarlyAnswerReachesTheClientAndClosesTheConnecti
   EXPECT_EQ(down_.status, 413);
   EXPECT_EQ(down_.body, "too big");
   EXPECT_TRUE(down_.close);
+}
+
+TEST_F(ExchangeTest, AnAnswerWhileTheClientPausesMidBodyIsRelayedAtOnce) {
+  serve(1, 0);
+  up_->tries.push_back({.status = 401, .body = {"who are you"}});
+  down_.body_in = {"part"};
+  down_.body_complete = false;  // the client pauses
+  begin("POST /hello HTTP/1.1\r\nHost: a\r\nContent-Length: 100\r\n\r\n");
+  EXPECT_EQ(run(), Exchange::Step::kWait);
+  EXPECT_EQ(down_.status, 0);
+  up_->answer_now = true;  // the 401 arrives; the client still sends nothing
+  EXPECT_EQ(run(), Exchange::Step::kDone);
+  EXPECT_EQ(down_.status, 401);
+  EXPECT_EQ(down_.body, "who are you");
+  EXPECT_TRUE(down_.close);
+  EXPECT_EQ(up_->released_reusable, 0) << "a connection with half a request on it is not reused";
 }
 
 TEST_F(ExchangeTest, APluginsReplyIsAGatewayMadeAnswer) {
