@@ -125,6 +125,21 @@ bool ConnectionTokens::contains(std::string_view name) const {
 }
 
 const Header* RequestHead::find(std::string_view name) const { return find_header(*this, name); }
+
+void RequestHead::rebase(const char* from, size_t len, const char* to) {
+  auto move = [from, len, to](std::string_view& v) {
+    if (v.data() != nullptr && v.data() >= from && v.data() + v.size() <= from + len) {
+      v = {to + (v.data() - from), v.size()};
+    }
+  };
+  for (std::string_view* v : {&method_text, &target, &path, &query, &authority, &host}) {
+    move(*v);
+  }
+  for (size_t i = 0; i < num_headers; ++i) {
+    move(headers[i].name);
+    move(headers[i].value);
+  }
+}
 const Header* ResponseHead::find(std::string_view name) const { return find_header(*this, name); }
 
 }  // namespace sluice::http

@@ -63,6 +63,9 @@ struct RequestHead {
 
   // First header with this name (ASCII case-insensitive), or nullptr.
   const Header* find(std::string_view name) const;
+  // Re-points every view into the `len` bytes at `from` to the same offsets at `to` (a copy
+  // of those bytes), so the head outlives the buffer it was parsed from.
+  void rebase(const char* from, size_t len, const char* to);
 };
 
 // Thread: worker

@@ -22,6 +22,7 @@ void Context::reset() {
   upstream.clear();
   resp.clear();
   upstream_resp = nullptr;
+  request_body = {};
   body_buffer.clear();
   reply_status = 0;
   reply_body.clear();
@@ -66,6 +67,7 @@ Chain::Chain(std::vector<Entry> entries) : entries_(std::move(entries)) {
     }
     mask_ |= bits;
     any_filter_ = any_filter_ || entries_[i].has_filter;
+    needs_body_ = needs_body_ || entries_[i].plugin->needs_body();
   }
 }
 

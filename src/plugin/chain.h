@@ -40,6 +40,8 @@ class Chain {
   bool has(Phase p) const { return (mask_ & phase_bit(p)) != 0; }
   bool empty() const { return entries_.empty(); }
   bool timed() const { return has(Phase::kLog); }
+  // A plugin of this chain reads the whole request body.
+  bool needs_body() const { return needs_body_; }
   const std::vector<Entry>& entries() const { return entries_; }
   // Indexes into entries(), in run order, of the plugins implementing `p`.
   std::span<const uint8_t> phase(Phase p) const { return by_phase_[static_cast<int>(p)]; }
@@ -51,6 +53,7 @@ class Chain {
   std::array<std::vector<uint8_t>, kPhaseCount> by_phase_;
   uint32_t mask_ = 0;
   bool any_filter_ = false;
+  bool needs_body_ = false;
 };
 
 // The two chains a request runs: the snapshot's global rules and its route's (either may
@@ -62,6 +65,9 @@ struct Chains {
     return (global != nullptr && global->has(p)) || (route != nullptr && route->has(p));
   }
   bool timed() const { return has(Phase::kLog); }
+  bool needs_body() const {
+    return (global != nullptr && global->needs_body()) || (route != nullptr && route->needs_body());
+  }
 };
 
 // Evaluates the `_meta.filter`s once, while the request head is readable.

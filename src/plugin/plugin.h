@@ -126,6 +126,8 @@ struct Context {
   // from the upstream or from the gateway. Request-phase hooks may add headers here too
   // (limit-count's quota headers): they go out with whichever response follows.
   ResponseEdits resp;
+  // The whole request body, when a plugin of the chains needs_body(); empty otherwise.
+  std::string_view request_body;
   // The upstream's response head, in header_filter; null for the gateway's own answers.
   const http::ResponseHead* upstream_resp = nullptr;
   // Set with Action::kReply: the status and (JSON) body of the gateway's answer.
@@ -172,6 +174,10 @@ class Plugin {
   virtual ~Plugin() = default;
   // Bit (1 << Phase) per phase this plugin implements; the chain lists it only there.
   virtual uint32_t phases() const = 0;
+  // The plugin reads the request body (Context::request_body): the exchange reads it whole,
+  // up to its cap (a bigger one is refused with 413), before the rewrite phase runs, and then
+  // sends it upstream with a Content-Length. Streaming is kept for every other route.
+  virtual bool needs_body() const { return false; }
   virtual Action rewrite(Context&) const { return Action::kContinue; }
   virtual Action access(Context&) const { return Action::kContinue; }
   virtual Action before_proxy(Context&) const { return Action::kContinue; }

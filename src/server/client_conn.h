@@ -80,6 +80,7 @@ class ClientConn final : public io::IoHandler, public Downstream {
   void on_admin_reply(AdminResponse resp);
 
   // Downstream: what the exchange sees of this connection.
+  std::string_view request_head() const override { return {in_.data(), head_len_}; }
   void release_head() override;
   Body read_body(std::string_view* piece) override;
   void consume_body() override;

@@ -47,6 +47,8 @@ class Downstream {
 
   virtual ~Downstream() = default;
 
+  // The bytes the request head was parsed from (the head's views point into them).
+  virtual std::string_view request_head() const = 0;
   // The exchange is done with the request head's views: its bytes may go.
   virtual void release_head() = 0;
   // The request body, framing removed; the piece stays valid until consume_body().

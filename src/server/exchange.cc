@@ -7,6 +7,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "common/log.h"
 #include "server/worker.h"
 
@@ -47,11 +49,81 @@ void Exchange::begin(Downstream& down, const http::RequestHead& req, size_t head
   // One test when no plugin is configured anywhere.
   if (snap_ && (snap_->global || (st_.route != nullptr && st_.route->chain))) {
     begin_plugins(mctx);
+    if (chains_.needs_body() && st_.has_body) [[unlikely]] {
+      keep_head();
+      if (st_.expect_continue) {
+        down_->send_continue();
+      }
+      body_.clear();
+      st_.phase = Phase::kReadBody;
+      arm(w_.settings().body_timeout_ms);
+      return;
+    }
     if (!run_request_plugins()) {
       return;
     }
   }
   route_request();
+}
+
+void Exchange::keep_head() {
+  std::string_view raw = down_->request_head();
+  head_bytes_.assign(raw);
+  head_copy_ = *st_.req;
+  head_copy_.rebase(raw.data(), raw.size(), head_bytes_.data());
+  st_.req = &head_copy_;
+  pctx_.req = &head_copy_;
+  pctx_.match.req = &head_copy_;
+  down_->release_head();
+  st_.holds_head = false;
+}
+
+// For a plugin that needs_body(): the whole body, up to its cap, before the request phases.
+Exchange::Step Exchange::read_whole_body() {
+  uint64_t cap = kMaxBufferedBody;
+  if (w_.settings().client_max_body_size != 0) {
+    cap = std::min(cap, w_.settings().client_max_body_size);
+  }
+  while (true) {
+    std::string_view piece;
+    switch (down_->read_body(&piece)) {
+      case Downstream::Body::kData:
+        if (body_.size() + piece.size() > cap) {
+          SLUICE_LOG(kInfo, "client {}: request body over the {} bytes a plugin may read",
+                     st_.client.ip, cap);
+          reply(413, {}, false);
+          return Step::kProgress;
+        }
+        body_.append(piece);
+        down_->consume_body();
+        continue;
+      case Downstream::Body::kWait:
+        arm(w_.settings().body_timeout_ms);
+        return Step::kWait;
+      case Downstream::Body::kBad:
+        SLUICE_LOG(kInfo, "client {}: bad chunked request body", st_.client.ip);
+        reply(400, {}, true);
+        return Step::kProgress;
+      case Downstream::Body::kClosed:
+        close_early();
+        return Step::kClose;
+      case Downstream::Body::kEnd:
+        break;
+    }
+    break;
+  }
+  // Sent on with its length now known, and again to another node if a try fails.
+  st_.body_buffered = true;
+  st_.body_chunked = false;
+  st_.body_length = body_.size();
+  pctx_.request_body = body_;
+  pctx_.bytes_in += body_.size();
+  st_.phase = Phase::kAwaitHead;  // placeholder until routed
+  io::TimerQueue::cancel(timer_);
+  if (run_request_plugins()) {
+    route_request();
+  }
+  return Step::kProgress;
 }
 
 Exchange::Step Exchange::step() {
@@ -61,6 +133,8 @@ Exchange::Step Exchange::step() {
       return Step::kDone;
     case Phase::kClosed:
       return Step::kClose;
+    case Phase::kReadBody:
+      return read_whole_body();
     case Phase::kPluginWait:
       return Step::kWait;
     case Phase::kConnect:
@@ -106,7 +180,7 @@ void Exchange::route_request() {
   st_.lb_hash = balancer_hash();
   build_upstream_head();
   release_head();
-  if (st_.expect_continue && st_.has_body) {
+  if (st_.expect_continue && st_.has_body && !st_.body_buffered) {
     down_->send_continue();
   }
   st_.tries_left = st_.up_conf->retries;

@@ -35,6 +35,10 @@ namespace sluice::server {
 
 class Worker;
 
+// The most request body read into memory for a plugin that needs it (client_max_body_size
+// when smaller); a bigger body is answered 413.
+inline constexpr uint64_t kMaxBufferedBody = 8 << 20;
+
 // Reason phrase for a status code.
 std::string_view status_reason(int status);
 
@@ -80,6 +84,7 @@ class Exchange final : public proxy::UpstreamOwner {
  private:
   enum class Phase : uint8_t {
     kIdle,
+    kReadBody,    // the request body is read whole for a plugin that needs it
     kPluginWait,  // a plugin hook suspended the request
     kConnect,     // the try's connection is being made
     kSend,        // the request head/body going upstream
@@ -129,7 +134,8 @@ class Exchange final : public proxy::UpstreamOwner {
     bool body_allowed = true;
     bool piece = false;  // a body piece is queued downstream
     bool end_sent = false;
-    bool early = false;  // the upstream answered before the request was whole
+    bool early = false;          // the upstream answered before the request was whole
+    bool body_buffered = false;  // the whole body is in body_ (a plugin needs_body)
   };
 
   // exchange.cc: routing, local replies, the end.
@@ -138,6 +144,9 @@ class Exchange final : public proxy::UpstreamOwner {
   Step write_reply();
   Step finish();
   void release_head();
+  // Copies the request head out of the downstream's buffer, so the body can be read past it.
+  void keep_head();
+  Step read_whole_body();
   void end_try(bool reusable);
   // Ends the exchange early (log phase, the try's connection closed); the connection closes.
   void close_early();
@@ -196,6 +205,9 @@ class Exchange final : public proxy::UpstreamOwner {
   std::string xff_;          // incoming X-Forwarded-For values, joined
   std::string up_statuses_;  // each try's status, "502, 504, 200" ($upstream_status)
   std::string reply_body_;   // a gateway-made response's body
+  http::RequestHead head_copy_;  // keep_head(): the head, its views into head_bytes_
+  std::string head_bytes_;
+  std::string body_;  // the whole request body, when a plugin needs it
   std::vector<http::Header> upstream_fields_;  // the response's forwarded fields
   std::vector<http::Header> fields_;           // the gateway's and plugins' fields
   plugin::Context pctx_;

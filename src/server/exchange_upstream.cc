@@ -228,6 +228,12 @@ Exchange::Step Exchange::send_request() {
 
 // Queues the next piece of the request body, or its end, on the upstream request.
 Exchange::Step Exchange::pump_request_body() {
+  if (st_.body_buffered) {
+    up_->add_body(body_, false);
+    up_->add_body_end(false);
+    st_.body_sent = true;
+    return Step::kProgress;
+  }
   std::string_view piece;
   switch (down_->read_body(&piece)) {
     case Downstream::Body::kData:

@@ -7,6 +7,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <deque>
 #include <memory>
 #include <string>
@@ -40,7 +41,15 @@ class FakeDownstream final : public Downstream {
   bool head_released = false;
   size_t consumed = 0;
 
-  void release_head() override { head_released = true; }
+  std::string_view raw;  // the bytes the head was parsed from
+  std::string_view request_head() const override { return raw; }
+  void release_head() override {
+    head_released = true;
+    // What a codec does with released bytes: they may be overwritten.
+    if (!raw.empty()) {
+      std::fill(const_cast<char*>(raw.data()), const_cast<char*>(raw.data()) + raw.size(), '#');
+    }
+  }
   Body read_body(std::string_view* piece) override {
     if (holding_) {
       *piece = current_;
@@ -251,8 +260,9 @@ class FakeUpstream final : public proxy::UpstreamRequest {
 // A plugin for the tests: suspends in access (until resumed), or rewrites the response.
 class TestPlugin final : public plugin::Plugin {
  public:
-  enum class Mode { kSuspend, kReject, kRewrite };
+  enum class Mode { kSuspend, kReject, kRewrite, kBody };
   explicit TestPlugin(Mode m) : mode_(m) {}
+  bool needs_body() const override { return mode_ == Mode::kBody; }
   uint32_t phases() const override {
     return plugin::phase_bit(plugin::Phase::kAccess) |
            plugin::phase_bit(plugin::Phase::kHeaderFilter) |
@@ -262,6 +272,15 @@ class TestPlugin final : public plugin::Plugin {
     if (mode_ == Mode::kSuspend) {
       token = ctx.worker->host->suspend(ctx);
       return plugin::Action::kPending;
+    }
+    if (mode_ == Mode::kBody) {
+      seen_body = std::string(ctx.request_body);
+      seen_path = std::string(ctx.req->path);  // the head is still readable after the body
+      if (ctx.request_body.find("deny") != std::string_view::npos) {
+        ctx.reply_status = 403;
+        return plugin::Action::kReply;
+      }
+      return plugin::Action::kContinue;
     }
     if (mode_ == Mode::kReject) {
       ctx.reply_status = 429;
@@ -285,6 +304,7 @@ class TestPlugin final : public plugin::Plugin {
     }
   }
   mutable uint64_t token = 0;
+  mutable std::string seen_body, seen_path;
 
  private:
   Mode mode_;
@@ -309,7 +329,7 @@ std::shared_ptr<upstream::Upstream> make_upstream(int nodes, int retries) {
 
 class ExchangeTest : public ::testing::Test {
  protected:
-  ExchangeTest() : worker_(0, std::make_shared<Settings>(), std::make_shared<ConnLimits>(1000)) {}
+  ExchangeTest() : worker_(0, settings_, std::make_shared<ConnLimits>(1000)) {}
 
   // One route `/hello*` to an upstream of `nodes` nodes, with `plugin` on it when given.
   void serve(int nodes, int retries, std::shared_ptr<const plugin::Plugin> plugin = nullptr) {
@@ -345,6 +365,7 @@ class ExchangeTest : public ::testing::Test {
     ASSERT_EQ(r.status, h1::ParseStatus::kComplete);
     ClientInfo client{"192.0.2.7", {}, 9080};
     router::parse_ip("192.0.2.7", &client.addr);
+    down_.raw = std::string_view(raw_).substr(0, r.consumed);
     ex_->begin(down_, req_, r.consumed, client);
   }
 
@@ -360,6 +381,7 @@ class ExchangeTest : public ::testing::Test {
     return Exchange::Step::kClose;
   }
 
+  std::shared_ptr<Settings> settings_ = std::make_shared<Settings>();
   Worker worker_;
   FakeDownstream down_;
   FakeUpstream* up_ = new FakeUpstream;  // owned by ex_
@@ -582,6 +604,59 @@ TEST_F(ExchangeTest, PluginsEditTheUpstreamRequestAndTheResponse) {
   EXPECT_EQ(down_.field("X-Via"), "test");
   EXPECT_EQ(down_.content_length, 7);
   EXPECT_EQ(down_.body, "new body");
+}
+
+TEST_F(ExchangeTest, APluginThatNeedsTheBodyGetsItWholeAndTheUpstreamItsLength) {
+  auto plugin = std::make_shared<TestPlugin>(TestPlugin::Mode::kBody);
+  serve(1, 0, plugin);
+  up_->tries.push_back({.body = {"ok"}});
+  down_.body_in = {"hello ", "body"};
+  down_.body_complete = false;
+  begin("POST /hello HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n");
+  EXPECT_EQ(run(), Exchange::Step::kWait);  // reading the body before any phase runs
+  EXPECT_TRUE(up_->keys.empty());
+  EXPECT_TRUE(down_.head_released) << "the head was copied, so the body can be read past it";
+  down_.body_complete = true;
+  EXPECT_EQ(run(), Exchange::Step::kDone);
+  EXPECT_EQ(plugin->seen_body, "hello body");
+  EXPECT_EQ(plugin->seen_path, "/hello");
+  const std::string& h = up_->heads[0];
+  EXPECT_NE(h.find("Content-Length: 10\r\n"), std::string::npos) << h;
+  EXPECT_EQ(h.find("Transfer-Encoding"), std::string::npos) << h;
+  EXPECT_NE(h.find("Host: a\r\n"), std::string::npos) << "a view into the copied head: " << h;
+  EXPECT_EQ(up_->sent_body, "hello body");
+  EXPECT_EQ(down_.status, 200);
+}
+
+TEST_F(ExchangeTest, APluginThatNeedsTheBodyCanRefuseOnIt) {
+  serve(1, 0, std::make_shared<TestPlugin>(TestPlugin::Mode::kBody));
+  down_.body_in = {"please deny"};
+  begin("POST /hello HTTP/1.1\r\nHost: a\r\nContent-Length: 11\r\n\r\n");
+  EXPECT_EQ(run(), Exchange::Step::kDone);
+  EXPECT_EQ(down_.status, 403);
+  EXPECT_TRUE(up_->keys.empty());
+}
+
+TEST_F(ExchangeTest, ABodyOverTheCapIsRefusedWith413) {
+  settings_->client_max_body_size = 8;
+  serve(1, 0, std::make_shared<TestPlugin>(TestPlugin::Mode::kBody));
+  down_.body_in = {"12345", "67890"};
+  begin("POST /hello HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n");
+  EXPECT_EQ(run(), Exchange::Step::kDone);
+  EXPECT_EQ(down_.status, 413);
+  EXPECT_TRUE(up_->keys.empty());
+}
+
+TEST_F(ExchangeTest, ABufferedBodyMayGoToTheNextNodeAfterAFailedTry) {
+  serve(2, 1, std::make_shared<TestPlugin>(TestPlugin::Mode::kBody));
+  up_->tries.push_back({.kind = Try::Kind::kWriteFail});
+  up_->tries.push_back({.body = {"ok"}});
+  down_.body_in = {"data"};
+  begin("POST /hello HTTP/1.1\r\nHost: a\r\nContent-Length: 4\r\n\r\n");
+  EXPECT_EQ(run(), Exchange::Step::kDone);
+  EXPECT_EQ(up_->keys.size(), 2u);
+  EXPECT_EQ(up_->sent_body, "data");
+  EXPECT_EQ(down_.status, 200);
 }
 
 TEST_F(ExchangeTest, AbortEndsTheTryAndFreesTheExchangeForTheNextRequest) {
