@@ -86,24 +86,8 @@ bool ProxyRewrite::rewrite_uri(Context& ctx, VarSource& src, Captures* caps) con
     separator = true;
   } else if (!conf_.regex_uri.empty()) {
     separator = subject.find('?') == std::string_view::npos;
-    std::string why;
-    for (const RegexRule& rule : conf_.regex_uri) {
-      int rc = rule.match(subject, caps, &why);
-      if (rc < 0) {
-        ctx.reply_status = 500;
-        ctx.reply_body =
-            plugin::Json{{"error_msg", "failed to match the uri " + std::string(src.uri) + " (" +
-                                           rule.pattern() + ")  : " + why}}
-                .dump() +
-            "\n";
-        return false;
-      }
-      if (rc > 0) {
-        buf.clear();
-        rule.substitute(*caps, &buf);
-        rewritten = buf;
-        break;
-      }
+    if (!run_regex(ctx, src, subject, caps, &rewritten)) {
+      return false;
     }
   }
 
@@ -121,6 +105,32 @@ bool ProxyRewrite::rewrite_uri(Context& ctx, VarSource& src, Captures* caps) con
   if (!req.query.empty()) {  // nginx's $is_args: the client sent arguments
     out.push_back(q != std::string_view::npos ? '&' : '?');
     out.append(req.query);
+  }
+  return true;
+}
+
+bool ProxyRewrite::run_regex(Context& ctx, const VarSource& src, std::string_view subject,
+                             Captures* caps, std::string_view* rewritten) const {
+  std::string why;
+  for (const RegexRule& rule : conf_.regex_uri) {
+    int rc = rule.match(subject, caps, &why);
+    if (rc < 0) {
+      ctx.reply_status = 500;
+      // The path is the client's: invalid UTF-8 is replaced, never thrown on.
+      ctx.reply_body =
+          plugin::Json{{"error_msg", "failed to match the uri " + std::string(src.uri) + " (" +
+                                         rule.pattern() + ")  : " + why}}
+              .dump(-1, ' ', false, plugin::Json::error_handler_t::replace) +
+          "\n";
+      return false;
+    }
+    if (rc > 0) {
+      std::string& buf = buffers().uri;
+      buf.clear();
+      rule.substitute(*caps, &buf);
+      *rewritten = buf;
+      return true;
+    }
   }
   return true;
 }

@@ -20,6 +20,10 @@ class ProxyRewrite final : public plugin::Plugin {
  private:
   // Writes ctx.upstream.uri; false (with the reply set) when a regex could not be run.
   bool rewrite_uri(plugin::Context& ctx, VarSource& src, Captures* caps) const;
+  // Tries the regex_uri pairs in order; the first match rewrites `*rewritten` and fills
+  // `caps`. False (with the reply set) when a regex could not be run.
+  bool run_regex(plugin::Context& ctx, const VarSource& src, std::string_view subject,
+                 Captures* caps, std::string_view* rewritten) const;
   void rewrite_headers(plugin::Context& ctx, VarSource& src, const Captures& caps) const;
 
   Conf conf_;

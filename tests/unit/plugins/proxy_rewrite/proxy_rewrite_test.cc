@@ -160,6 +160,19 @@ TEST(ProxyRewrite, RegexUri) {
   }
 }
 
+// A replacement that leaves nothing: no target of the plugin's, the client's goes (nginx
+// sends its unparsed URI when $upstream_uri is empty).
+TEST(ProxyRewrite, EmptyResultKeepsTheClientsTarget) {
+  PluginPtr p = make(R"J({"regex_uri": ["^/.*", ""]})J");
+  ASSERT_NE(p, nullptr);
+  router::testing::FakeRequest req("GET", "/x");
+  plugin::Context ctx;
+  ctx.req = &req.head;
+  ctx.match = req.ctx;
+  EXPECT_EQ(p->rewrite(ctx), Action::kContinue);
+  EXPECT_EQ(ctx.upstream.uri, "");
+}
+
 TEST(ProxyRewrite, UriWinsOverRegexUri) {
   EXPECT_EQ(uri_of(R"J({"uri": "/u", "regex_uri": ["^/(.*)", "/r/$1"]})J", "/x"), "/u");
 }
@@ -259,6 +272,12 @@ TEST(ProxyRewrite, RegexThatCannotRunAnswers500) {
             0u)
       << s.reply_body;
   EXPECT_EQ(s.reply_body.back(), '\n');
+  // The client's path in the message may be invalid UTF-8: replaced, never thrown on (found
+  // by the fuzz target).
+  std::string bad = "/" + std::string(30, 'a') + "\xe1" + std::string(10, 'a') + "b";
+  Sent b = run(R"J({"regex_uri": ["(a+)+$", "/x"]})J", bad);
+  EXPECT_EQ(b.reply_status, 500);
+  EXPECT_FALSE(Json::parse(b.reply_body, nullptr, false).is_discarded()) << b.reply_body;
 }
 
 // The same configured plugin on one reused Context gives the same edits request after
