@@ -134,6 +134,32 @@ Status refuse_upstream_vars(const Json& conf) {
   return Status::ok();
 }
 
+// After the schema: check_schema's own checks in its order (regexes, then headers), then
+// Sluice's (refused fields, the `uri` template's variables).
+Status finish(const Json& conf, const std::vector<std::string>& regex_pairs, Conf* c) {
+  if (Status s = compile_regex_uri(regex_pairs, c); !s.is_ok()) {
+    return s;
+  }
+  if (conf.contains("headers")) {
+    auto h = parse_headers(conf["headers"]);
+    if (!h.is_ok()) {
+      return h.status();
+    }
+    c->headers = std::move(h).value();
+  }
+  if (Status s = refuse_upstream_vars(conf); !s.is_ok()) {
+    return s;
+  }
+  if (c->has_uri) {
+    auto t = Template::parse(c->uri_text, false);
+    if (!t.is_ok()) {
+      return Status::error("uri: " + t.status().message());
+    }
+    c->uri = std::move(t).value();
+  }
+  return Status::ok();
+}
+
 }  // namespace
 
 StatusOr<Conf> parse(const Json& conf) {
@@ -157,26 +183,8 @@ StatusOr<Conf> parse(const Json& conf) {
   if (!d.ok()) {
     return d.status();
   }
-  // Then check_schema's own checks, in its order.
-  if (Status s = compile_regex_uri(regex_pairs, &c); !s.is_ok()) {
+  if (Status s = finish(conf, regex_pairs, &c); !s.is_ok()) {
     return s;
-  }
-  if (conf.contains("headers")) {
-    auto h = parse_headers(conf["headers"]);
-    if (!h.is_ok()) {
-      return h.status();
-    }
-    c.headers = std::move(h).value();
-  }
-  if (Status s = refuse_upstream_vars(conf); !s.is_ok()) {
-    return s;
-  }
-  if (c.has_uri) {
-    auto t = Template::parse(c.uri_text, false);
-    if (!t.is_ok()) {
-      return Status::error("uri: " + t.status().message());
-    }
-    c.uri = std::move(t).value();
   }
   return c;
 }

@@ -48,10 +48,38 @@ bool word_char(char c) {
   return ascii_digit(c) || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_';
 }
 
+// The capture reference after a `$` (r[*i] is the byte after it): `N` or `{N}`. Moves *i past
+// it; false for what lua-nginx-module's script compiler refuses: an unclosed `{`, nothing
+// after the `$`, a named capture.
+bool read_capture_ref(std::string_view r, size_t* i, long* group) {
+  bool bracket = r[*i] == '{';
+  if (bracket && ++*i == r.size()) {
+    return false;
+  }
+  const size_t start = *i;
+  const bool number = ascii_digit(r[*i]);
+  *group = 0;
+  for (; *i < r.size(); ++*i) {
+    char c = r[*i];
+    if (c == '}' && bracket) {
+      bracket = false;
+      ++*i;
+      return *i - 1 > start && number;
+    }
+    if (number ? !ascii_digit(c) : !word_char(c)) {
+      break;
+    }
+    if (number && *group <= 100000) {
+      *group = *group * 10 + (c - '0');
+    }
+  }
+  return !bracket && *i > start && number;
+}
+
 }  // namespace
 
-// ngx.re.sub's template (lua-nginx-module's script compiler): `$$` is a `$`, `$N` and `${N}`
-// are captures; a named variable, an unclosed `${`, a bare or trailing `$` are errors.
+// ngx.re.sub's template: `$$` is a `$`, `$N` and `${N}` are captures; a named variable, an
+// unclosed `${`, a bare or trailing `$` are errors.
 bool RegexRule::parse_replacement(std::string_view r, std::vector<Piece>* out) {
   std::string text;
   for (size_t i = 0; i < r.size();) {
@@ -67,32 +95,9 @@ bool RegexRule::parse_replacement(std::string_view r, std::vector<Piece>* out) {
       ++i;
       continue;
     }
-    bool bracket = r[i] == '{';
-    if (bracket && ++i == r.size()) {
-      return false;
-    }
-    size_t start = i;
-    bool number = ascii_digit(r[i]);
     long group = 0;
-    while (i < r.size()) {
-      char c = r[i];
-      if (c == '}' && bracket) {
-        bracket = false;
-        break;
-      }
-      if (number ? !ascii_digit(c) : !word_char(c)) {
-        break;
-      }
-      if (number) {
-        group = group > 100000 ? group : group * 10 + (c - '0');
-      }
-      ++i;
-    }
-    if (bracket || i == start || !number) {
-      return false;  // unclosed `${`, nothing after `$`, or a named capture
-    }
-    if (i < r.size() && r[i] == '}' && r[start - 1] == '{') {
-      ++i;
+    if (!read_capture_ref(r, &i, &group)) {
+      return false;
     }
     if (!text.empty()) {
       out->push_back({std::move(text), -1});
