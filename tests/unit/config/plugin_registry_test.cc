@@ -71,7 +71,7 @@ std::vector<std::string> names_of(std::span<const PluginInfo> registry) {
 
 TEST(PluginRegistry, EnablesEveryBuiltInPluginByDefault) {
   EXPECT_EQ(names_of(all_plugins()),
-            (std::vector<std::string>{"limit-count", "response-rewrite", "prometheus"}));
+            (std::vector<std::string>{"proxy-rewrite", "limit-count", "response-rewrite", "prometheus"}));
   const PluginInfo* lc = find_plugin("limit-count");
   ASSERT_NE(lc, nullptr);
   EXPECT_EQ(lc->priority, 1002);
@@ -102,7 +102,7 @@ TEST(PluginRegistry, SetEnabledPluginsNarrowsTheSet) {
               "unknown plugin [limit-count]");
   }
   EXPECT_EQ(names_of(all_plugins()),
-            (std::vector<std::string>{"limit-count", "response-rewrite", "prometheus"}));
+            (std::vector<std::string>{"proxy-rewrite", "limit-count", "response-rewrite", "prometheus"}));
   EXPECT_TRUE(check_plugins(limit));
   {
     // An empty list enables nothing; the order of the list does not matter.
@@ -118,7 +118,7 @@ TEST(PluginRegistry, SetEnabledPluginsNarrowsTheSet) {
     EXPECT_EQ(names_of(all_plugins()), (std::vector<std::string>{"limit-count", "prometheus"}));
   }
   EXPECT_EQ(set_enabled_plugins(nullptr), std::vector<std::string>{});
-  EXPECT_EQ(all_plugins().size(), 3u);
+  EXPECT_EQ(all_plugins().size(), 4u);
 }
 
 TEST(CheckPlugins, WithTheBuiltInRegistry) {
