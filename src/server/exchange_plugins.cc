@@ -68,7 +68,7 @@ void ClientConn::begin_plugins(const router::MatchContext& m) {
     c.start_ns = plugin::monotonic_ns();
     c.bytes_in = head_len_;
     if (route_ != nullptr) {
-      c.matched_uri = matched_pattern(route_->uris, ex_->req.path);
+      c.matched_uri = matched_pattern(route_->uris, ex_->req.uri);
       c.matched_host = matched_host(route_->hosts, ex_->req.host);
     }
   }
