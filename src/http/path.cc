@@ -12,6 +12,13 @@ namespace sluice::http {
 
 namespace {
 
+// Bytes that need no look: not '%', '/', '.', ';', '\\', '#', a control byte or a UTF-8 lead
+// byte of C0 and above (overlong forms start there).
+constexpr bool plain(uint8_t b) {
+  return b >= 0x20 && b != 0x7f && b < 0xc0 && b != '%' && b != '/' && b != '.' && b != ';' &&
+         b != '\\' && b != '#';
+}
+
 int hex_digit(char c) {
   if (c >= '0' && c <= '9') {
     return c - '0';
@@ -75,7 +82,9 @@ class Normalizer {
     out_.keep('/');
     seg_start_ = 1;
     for (size_t i = 1; i < raw_.size();) {
-      if (!step(&i)) {
+      if (plain(static_cast<uint8_t>(raw_[i]))) {
+        out_.keep(raw_[i++]);
+      } else if (!step(&i)) {
         return {{}, error_};
       }
     }
@@ -85,8 +94,10 @@ class Normalizer {
     if (encoded_slash_ && dot_segment_) {
       return {{}, "encoded slash in a path with dot segments"};
     }
-    if (const char* e = overlong_utf8(out_.view(0))) {
-      return {{}, e};
+    if (high_) {
+      if (const char* e = overlong_utf8(out_.view(0))) {
+        return {{}, e};
+      }
     }
     return {out_.view(0), nullptr};
   }
@@ -129,9 +140,11 @@ class Normalizer {
     if (c == '/') {
       return slash(decoded);
     }
-    if (c == '.' && decoded) {
-      encoded_dot_ = true;
+    if (c == '.' || c == ';') {
+      marked_ = true;
+      encoded_dot_ = encoded_dot_ || (c == '.' && decoded);
     }
+    high_ = high_ || u >= 0xc0;
     decoded ? out_.put(c) : out_.keep(c);
     return true;
   }
@@ -147,12 +160,15 @@ class Normalizer {
       decoded ? out_.put('/') : out_.keep('/');
     }
     seg_start_ = out_.size();
-    encoded_dot_ = false;
+    encoded_dot_ = marked_ = false;
     return true;
   }
 
   // The segment out_[seg_start_, size) is complete: check it, resolve it if it is a dot.
   bool end_segment() {
+    if (!marked_) {
+      return true;  // no '.' and no ';': nothing to check
+    }
     const std::string_view seg = out_.view(seg_start_);
     const size_t semi = seg.find(';');
     if (semi != std::string_view::npos) {
@@ -207,7 +223,9 @@ class Normalizer {
   std::string_view raw_;
   Output out_;
   size_t seg_start_ = 0;
+  bool marked_ = false;         // the current segment has a '.' or ';'
   bool encoded_dot_ = false;    // the current segment has a decoded '.'
+  bool high_ = false;           // a byte of C0 or above was written
   bool encoded_slash_ = false;  // a %2F was decoded
   bool dot_segment_ = false;    // a "." or ".." segment was resolved
   const char* error_ = nullptr;
