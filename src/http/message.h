@@ -50,15 +50,15 @@ struct RequestHead {
   std::string_view method_text;
   std::string_view target;     // request-target exactly as sent
   std::string_view path;       // origin path without query ("/a/b"); for absolute-form, its path
-  // The path as nginx's $uri: percent-decoded, dot segments resolved, slashes merged
-  // (http/path.h). Routes match it and it is the `uri` variable; a view of `path` when that is
-  // already normal, else of uri_buf. `path` and `target` stay raw: they are what is forwarded.
-  std::string_view uri;
-  std::string uri_buf;  // capacity kept across requests: normalising allocates once at most
   std::string_view query;      // after '?', without it; empty if none
   std::string_view authority;  // host[:port] from an absolute-form target, else empty
   std::string_view host;       // effective host: authority if present, else the Host header
   int version_minor = 1;       // HTTP/1.x
+  // The path as nginx's $uri: percent-decoded, dot segments resolved, slashes merged
+  // (http/path.h). Routes match it and it is the `uri` variable; a view of `path` when that is
+  // already normal, else of uri_buf. `path` and `target` stay raw: they are what is forwarded.
+  std::string_view uri;
+  std::string uri_buf;  // its capacity is kept with the reused exchange
   Header headers[kMaxHeaders];
   size_t num_headers = 0;
 

@@ -186,8 +186,8 @@ TEST(Expr, UriIsNormalisedRequestUriIsRaw) {
   abs.head.authority = "a.com";
   abs.head.path = "/x/../y";
   abs.head.uri = "/y";
-  EXPECT_TRUE(Expr::compile(json::parse(R"([["request_uri", "==", "/x/../y?z=1"]])"))
-                  ->eval(abs.ctx));
+  EXPECT_TRUE(
+      Expr::compile(json::parse(R"([["request_uri", "==", "/x/../y?z=1"]])"))->eval(abs.ctx));
 }
 
 TEST(Expr, HostVariableStripsPortAndBrackets) {
