@@ -88,7 +88,7 @@ class Normalizer {
         return {{}, error_};
       }
     }
-    if (!end_segment()) {
+    if (!end_segment(/*last=*/true)) {
       return {{}, error_};
     }
     if (encoded_slash_ && dot_segment_) {
@@ -151,7 +151,7 @@ class Normalizer {
 
   bool slash(bool decoded) {
     encoded_slash_ = encoded_slash_ || decoded;
-    if (!end_segment()) {
+    if (!end_segment(/*last=*/false)) {
       return false;
     }
     if (out_.back() == '/') {
@@ -164,8 +164,9 @@ class Normalizer {
     return true;
   }
 
-  // The segment out_[seg_start_, size) is complete: check it, resolve it if it is a dot.
-  bool end_segment() {
+  // The segment out_[seg_start_, size) is complete: check it, resolve it if it is a dot. An
+  // empty segment before ';' is allowed last ("/;jsessionid=1"), as APISIX's servlet mode does.
+  bool end_segment(bool last) {
     if (!marked_) {
       return true;  // no '.' and no ';': nothing to check
     }
@@ -173,7 +174,7 @@ class Normalizer {
     const size_t semi = seg.find(';');
     if (semi != std::string_view::npos) {
       const std::string_view head = seg.substr(0, semi);
-      if (head.empty() || head == "." || head == "..") {
+      if ((head.empty() && !last) || head == "." || head == "..") {
         return fail("empty or dot segment with ';' parameters");
       }
       return true;

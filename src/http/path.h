@@ -26,9 +26,9 @@ struct NormalizedPath {
 // Refused, where nginx accepts, because an upstream may read them differently from the
 // gateway: a control byte (decoded %01-%1F, %7F); a backslash, raw or %5C; a raw '#'; a dot
 // segment written with an escape (%2e, .%2E); a path with both an encoded slash (%2F) and a
-// dot segment; a segment that is "", "." or ".." before a ';' (servlet path parameters:
-// "/..;/", "/;x/"); an overlong UTF-8 byte sequence (C0 or C1, E0 80-9F, F0 80-8F), the
-// classic disguise of '.', '/' and '\'.
+// dot segment; a segment that is "." or ".." before a ';', or "" but not the last one
+// (servlet path parameters: "/..;/", "/;x/"); an overlong UTF-8 byte sequence (C0 or C1, E0 80-9F,
+// F0 80-8F), the classic disguise of '.', '/' and '\'.
 NormalizedPath normalize_path(std::string_view raw, char* buf);
 
 }  // namespace sluice::http

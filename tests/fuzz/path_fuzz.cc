@@ -75,7 +75,7 @@ bool reference(std::string_view raw, std::string* out) {
     const size_t semi = seg.find(';');
     if (semi != std::string::npos) {
       const std::string head = seg.substr(0, semi);
-      if (head.empty() || head == "." || head == "..") {
+      if ((head.empty() && !at_end) || head == "." || head == "..") {
         return false;
       }
     } else if (seg == "." || seg == "..") {

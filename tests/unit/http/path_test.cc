@@ -118,7 +118,8 @@ const Case kCases[] = {
     {"/a/.;x/b", nullptr, kParams},
     {"/x/..;jsessionid=1/secret", nullptr, kParams},
     {"/;x/secret", nullptr, kParams},
-    {"/a/;", nullptr, kParams},
+    {"/a/;", "/a/;", nullptr},
+    {"/;jsessionid=1", "/;jsessionid=1", nullptr},
     {"/%2e%2e;/secret", nullptr, kParams},
     // Overlong UTF-8: how '.', '/' and '\' have been disguised.
     {"/%c0%ae%c0%ae/secret", nullptr, kOverlong},
