@@ -4,6 +4,7 @@
 
 #include "http/path.h"
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -14,10 +15,13 @@ namespace {
 
 // Bytes that need no look: not '%', '/', '.', ';', '\\', '#', a control byte or a UTF-8 lead
 // byte of C0 and above (overlong forms start there).
-constexpr bool plain(uint8_t b) {
-  return b >= 0x20 && b != 0x7f && b < 0xc0 && b != '%' && b != '/' && b != '.' && b != ';' &&
-         b != '\\' && b != '#';
-}
+constexpr std::array<bool, 256> kPlain = [] {
+  std::array<bool, 256> t{};
+  for (int b = 0x20; b < 0xc0; ++b) {
+    t[b] = b != 0x7f && b != '%' && b != '/' && b != '.' && b != ';' && b != '\\' && b != '#';
+  }
+  return t;
+}();
 
 int hex_digit(char c) {
   if (c >= '0' && c <= '9') {
@@ -41,13 +45,14 @@ class Output {
   char back() const { return data()[n_ - 1]; }
   std::string_view view(size_t from) const { return {data() + from, n_ - from}; }
 
-  // A byte of the input that lands where it was read: no copy while nothing has changed.
-  void keep(char c) {
+  // Bytes of the input that land where they were read: no copy while nothing has changed.
+  void keep(const char* p, size_t len) {
     if (copied_) {
-      buf_[n_] = c;
+      std::memcpy(buf_ + n_, p, len);
     }
-    ++n_;
+    n_ += len;
   }
+  void keep(char c) { keep(&c, 1); }
   // A byte that differs from the input (decoded), or an input byte dropped (a merged slash).
   void put(char c) {
     diverge();
@@ -81,10 +86,15 @@ class Normalizer {
   NormalizedPath run() {
     out_.keep('/');
     seg_start_ = 1;
-    for (size_t i = 1; i < raw_.size();) {
-      if (plain(static_cast<uint8_t>(raw_[i]))) {
-        out_.keep(raw_[i++]);
-      } else if (!step(&i)) {
+    const size_t n = raw_.size();
+    for (size_t i = 1; i < n;) {
+      size_t j = i;
+      while (j < n && kPlain[static_cast<uint8_t>(raw_[j])]) {
+        ++j;
+      }
+      out_.keep(raw_.data() + i, j - i);
+      i = j;
+      if (i < n && !step(&i)) {
         return {{}, error_};
       }
     }
