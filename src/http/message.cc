@@ -135,6 +135,12 @@ void RequestHead::rebase(const char* from, size_t len, const char* to) {
   for (std::string_view* v : {&method_text, &target, &path, &query, &authority, &host}) {
     move(*v);
   }
+  if (uri.data() != nullptr && !(uri.data() >= from && uri.data() + uri.size() <= from + len)) {
+    // The normalised path was written into uri_buf (at its start): a copied head's own.
+    uri = std::string_view(uri_buf.data(), uri.size());
+  } else {
+    move(uri);
+  }
   for (size_t i = 0; i < num_headers; ++i) {
     move(headers[i].name);
     move(headers[i].value);

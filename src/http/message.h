@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 #include <string_view>
 
 namespace sluice::http {
@@ -53,6 +54,11 @@ struct RequestHead {
   std::string_view authority;  // host[:port] from an absolute-form target, else empty
   std::string_view host;       // effective host: authority if present, else the Host header
   int version_minor = 1;       // HTTP/1.x
+  // The path as nginx's $uri: percent-decoded, dot segments resolved, slashes merged
+  // (http/path.h). Routes match it and it is the `uri` variable; a view of `path` when that is
+  // already normal, else of uri_buf. `path` and `target` stay raw: they are what is forwarded.
+  std::string_view uri;
+  std::string uri_buf;  // its capacity is kept with the reused exchange
   Header headers[kMaxHeaders];
   size_t num_headers = 0;
 
@@ -64,7 +70,8 @@ struct RequestHead {
   // First header with this name (ASCII case-insensitive), or nullptr.
   const Header* find(std::string_view name) const;
   // Re-points every view into the `len` bytes at `from` to the same offsets at `to` (a copy
-  // of those bytes), so the head outlives the buffer it was parsed from.
+  // of those bytes), and `uri` into this head's own uri_buf when it was there, so a copied
+  // head outlives the buffer it was parsed from.
   void rebase(const char* from, size_t len, const char* to);
 };
 

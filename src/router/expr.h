@@ -77,12 +77,13 @@ class Var {
 //
 // Variables: arg_<name> (first query argument with exactly that name, raw value),
 // http_<name> (first header whose lower-cased name, '-' read as '_', equals name),
-// cookie_<name> (first cookie with exactly that name), uri (path, no query), request_uri
-// (request-target as sent), args / query_string (query without '?'), host (no port,
-// lower-case), remote_addr, request_method, server_port. On a response (MatchContext::resp):
-// status (as the client will get it), upstream_status (nil for the gateway's own answers),
-// sent_http_<name> (a header the client will get), upstream_http_<name> (the upstream's).
-// Any other variable is nil, and so is a request-head variable when MatchContext::req is null.
+// cookie_<name> (first cookie with exactly that name), uri (the normalised path, no query:
+// http/path.h), request_uri (request-target as sent, from the path on), args / query_string
+// (query without '?'), host (no port, lower-case), remote_addr, request_method, server_port.
+// On a response (MatchContext::resp): status (as the client will get it), upstream_status
+// (nil for the gateway's own answers), sent_http_<name> (a header the client will get),
+// upstream_http_<name> (the upstream's). Any other variable is nil, and so is a request-head
+// variable when MatchContext::req is null.
 //
 // Operators: == ~= (strings; a number value compares the variable as a number), > >= < <=
 // (numbers; nil or non-numeric is false), ~~ and ~* (PCRE2 search, the latter caseless),

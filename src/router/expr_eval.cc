@@ -120,6 +120,20 @@ bool resolve_response(const ExprLeaf& leaf, const MatchContext& ctx, Scratch* sc
   }
 }
 
+// nginx's $request_uri: the target as sent, from the path on (an absolute-form target loses
+// its scheme and authority).
+string_view request_uri(const http::RequestHead& req) {
+  if (req.authority.empty() || req.method == http::Method::kConnect) {
+    return req.target;
+  }
+  const size_t sep = req.target.find("://");
+  if (sep == string_view::npos) {
+    return req.target;
+  }
+  const string_view rest = req.target.substr(sep + 3 + req.authority.size());
+  return rest.empty() ? string_view("/") : rest;
+}
+
 // The variable's value, or false when it is nil.
 bool resolve(const ExprLeaf& leaf, const MatchContext& ctx, Scratch* scratch, string_view* out) {
   if (leaf.var >= VarKind::kStatus) [[unlikely]] {
@@ -148,10 +162,10 @@ bool resolve(const ExprLeaf& leaf, const MatchContext& ctx, Scratch* scratch, st
     case VarKind::kCookie:
       return find_cookie(req, leaf.name, out);
     case VarKind::kUri:
-      *out = req.path;
+      *out = req.uri;
       return true;
     case VarKind::kRequestUri:
-      *out = req.target;
+      *out = request_uri(req);
       return true;
     case VarKind::kArgs:
       *out = req.query;

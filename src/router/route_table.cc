@@ -139,7 +139,7 @@ const RouteSpec* RouteTable::first_passing(uint32_t list, const MatchContext& ct
 
 const RouteSpec* RouteTable::match_group(uint32_t group, const MatchContext& ctx) const {
   const PathIndex& index = groups_[group];
-  const std::string_view path = ctx.req->path;
+  const std::string_view path = ctx.req->uri;  // normalised: see http/path.h
   const uint32_t exact = index.exact.find(path);
   if (exact != kNone) {
     if (const RouteSpec* r = first_passing(exact, ctx)) {

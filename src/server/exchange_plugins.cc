@@ -69,7 +69,7 @@ void Exchange::begin_plugins(const router::MatchContext& m) {
     c.start_ns = plugin::monotonic_ns();
     c.bytes_in = st_.head_len;
     if (route != nullptr) {
-      c.matched_uri = matched_pattern(route->uris, st_.req->path);
+      c.matched_uri = matched_pattern(route->uris, st_.req->uri);
       c.matched_host = matched_host(route->hosts, st_.req->host);
     }
   }

@@ -53,7 +53,7 @@ class Fixture {
     req_.method_text = "GET";
     req_.method = http::parse_method(req_.method_text);
     req_.target = "/hello?name=json";
-    req_.path = "/hello";
+    req_.path = req_.uri = "/hello";
     req_.query = "name=json";
     req_.host = "127.0.0.1:9080";
     req_.headers[req_.num_headers++] = http::Header{"Host", "127.0.0.1:9080"};

@@ -72,7 +72,7 @@ struct Request {
   Request(std::string p, std::string h) : path(std::move(p)), host(std::move(h)) {
     head.method = http::Method::kGet;
     head.method_text = "GET";
-    head.path = path;
+    head.path = head.uri = path;
     head.target = path;
     head.host = host;
     ctx.req = &head;

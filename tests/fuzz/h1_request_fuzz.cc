@@ -3,9 +3,9 @@
 // Besides sanitizer reports it checks the parser's contract (codec/h1/parser.h): a complete
 // head's views lie inside the consumed bytes (path may be the static "/"), which end in
 // CRLFCRLF; parsing exactly those bytes gives the same head and one byte fewer is incomplete;
-// any prefix is incomplete or gives the whole input's result; errors carry one of the
-// documented statuses; and a head accepted under tight limits is accepted the same way under
-// the defaults.
+// any prefix is incomplete or gives the whole input's result; uri is the normalised path;
+// errors carry one of the documented statuses; and a head accepted under tight limits is
+// accepted the same way under the defaults.
 
 #include <cstddef>
 #include <cstdint>
@@ -14,6 +14,7 @@
 
 #include "codec/h1/parser.h"
 #include "fuzz/fuzz_check.h"
+#include "http/path.h"
 
 namespace {
 
@@ -46,6 +47,19 @@ void check_head(const h1::ParseResult& r, const http::RequestHead& h, const char
   FUZZ_CHECK(inside(h.query, base, n) && inside(h.authority, base, n) && inside(h.host, base, n));
   FUZZ_CHECK(clean(h.host) && clean(h.path) && clean(h.query));
   FUZZ_CHECK(h.authority.empty() || h.host == h.authority);
+  // uri is the normalised path (the path fuzz target checks the rules): a view of path, or of
+  // uri_buf when normalising changed it; CONNECT has none, asterisk-form is "*".
+  if (h.method == http::Method::kConnect) {
+    FUZZ_CHECK(h.uri.empty());
+  } else if (h.path == "*") {
+    FUZZ_CHECK(h.uri == "*");
+  } else {
+    std::string buf(h.path.size(), '\0');
+    const http::NormalizedPath want = http::normalize_path(h.path, buf.data());
+    FUZZ_CHECK(want.ok() && h.uri == want.path);
+    FUZZ_CHECK(h.uri.data() == h.path.data() ||
+               (h.uri.data() == h.uri_buf.data() && h.uri.size() <= h.uri_buf.size()));
+  }
   FUZZ_CHECK(h.version_minor == 0 || h.version_minor == 1);
   FUZZ_CHECK(h.num_headers <= limits.max_headers && h.num_headers <= http::kMaxHeaders);
   for (size_t i = 0; i < h.num_headers; ++i) {

@@ -148,7 +148,7 @@ bool passes(const RouteSpec& r, const router::MatchContext& ctx) {
 // longest prefix first; ties by priority (higher first), then index.
 const RouteSpec* reference_group(const std::vector<const RouteSpec*>& group,
                                  const router::MatchContext& ctx) {
-  const std::string_view path = ctx.req->path;
+  const std::string_view path = ctx.req->uri;
   // key: (prefix length, or SIZE_MAX for exact) -> routes at that level.
   std::map<size_t, std::vector<const RouteSpec*>, std::greater<>> levels;
   for (const RouteSpec* r : group) {
@@ -275,7 +275,7 @@ void check_vars(std::string_view json_text, std::string_view request_text) {
       FUZZ_CHECK(negated->eval(req.ctx) == !value);
     }
   }
-  if (req.head.path.starts_with('/')) {
+  if (req.head.uri.starts_with('/')) {
     RouteSpec spec;
     spec.uris = {"/*"};
     spec.vars = *expr;

@@ -336,7 +336,7 @@ def test_doc_2x_flat_headers_and_scheme(pr_gw, upstream):
     # A '?' the replacement writes starts a query; the client's arguments follow with '&'.
     ({"regex_uri": ["^/hello/(.*)", "/search?q=$1"]}, "/hello/x?page=2", "/search?q=x&page=2"),
     # Nothing normalised, escaped or appended.
-    ({"use_real_request_uri_unsafe": True}, "/hello/a%2Fb/../c?x=%20", "/hello/a%2Fb/../c?x=%20"),
+    ({"use_real_request_uri_unsafe": True}, "/hello/a%2Fb/./c?x=%20", "/hello/a%2Fb/./c?x=%20"),
     ({"use_real_request_uri_unsafe": True, "regex_uri": ["^/hello(.*)", "/u$1"]},
      "/hello%20x?y=1", "/u%20x?y=1"),
 ])
@@ -413,10 +413,13 @@ def test_headers_add_set_remove_with_variables_and_captures(pr_gw, upstream):
 
 
 def test_header_built_from_the_path_cannot_split_lines(pr_gw, upstream):
+    # A path decoding to control bytes is refused before routing (docs/routing.md), so no
+    # header can be built from one; the plugin's own escaping is covered by its unit tests.
     _put(pr_gw, "/h/*", upstream, {"headers": {"set": {"X-U": "$uri"}}})
-    echo = _sent(pr_gw, "/h/a%0D%0AX-Evil:%201")
-    assert _values(echo, "X-Evil") == [], echo
-    assert _values(echo, "X-U") == ["/h/a%0D%0AX-Evil: 1"], echo
+    before = len(upstream.requests_for("/h/a%0D%0AX-Evil:%201"))
+    r = get(pr_gw.port, "/h/a%0D%0AX-Evil:%201")
+    assert r.status == 400, r
+    assert len(upstream.requests_for("/h/a%0D%0AX-Evil:%201")) == before
 
 
 def test_forwarding_headers_can_be_set(pr_gw, upstream):

@@ -6,6 +6,7 @@
 #include "codec/h1/fields.h"
 #include "codec/h1/parser.h"
 #include "codec/h1/scan.h"
+#include "http/path.h"
 
 namespace sluice::h1 {
 
@@ -16,7 +17,7 @@ using http::Method;
 
 void reset_request(http::RequestHead* out) {
   out->method = Method::kOther;
-  out->method_text = out->target = out->path = out->query = {};
+  out->method_text = out->target = out->path = out->query = out->uri = {};
   out->authority = out->host = {};
   out->version_minor = 1;
   out->num_headers = 0;
@@ -59,6 +60,20 @@ void split_path_query(std::string_view pq, http::RequestHead* out) {
   out->query = q == std::string_view::npos ? std::string_view() : pq.substr(q + 1);
 }
 
+// Sets out->uri, the path routes match; a path that cannot be normalised safely is a 400.
+ParseResult normalize_uri(http::RequestHead* out) {
+  std::string& buf = out->uri_buf;
+  if (buf.size() < out->path.size()) {
+    buf.resize(out->path.size());  // once per exchange at most: the exchange is reused
+  }
+  const http::NormalizedPath n = http::normalize_path(out->path, buf.data());
+  if (!n.ok()) {
+    return parse_error(400, n.error);
+  }
+  out->uri = n.path;
+  return parse_complete(0);
+}
+
 // scheme "://" authority [path] ["?" query]; only http and https make sense at a gateway.
 ParseResult parse_absolute_form(http::RequestHead* out) {
   std::string_view t = out->target;
@@ -77,7 +92,7 @@ ParseResult parse_absolute_form(http::RequestHead* out) {
   if (out->path.empty()) {
     out->path = "/";
   }
-  return parse_complete(0);
+  return normalize_uri(out);
 }
 
 // CONNECT's target is host:port and nothing else (RFC 9112 3.2.3).
@@ -98,7 +113,7 @@ ParseResult parse_target(http::RequestHead* out) {
     if (out->method != Method::kOptions) {
       return parse_error(400, "asterisk-form is only for OPTIONS");
     }
-    out->path = t;
+    out->path = out->uri = t;
     return parse_complete(0);
   }
   if (out->method == Method::kConnect) {
@@ -106,7 +121,7 @@ ParseResult parse_target(http::RequestHead* out) {
   }
   if (t[0] == '/') {
     split_path_query(t, out);
-    return parse_complete(0);
+    return normalize_uri(out);
   }
   return parse_absolute_form(out);
 }

@@ -30,7 +30,7 @@ const snapshot::Route* match(const snapshot::Snapshot& s, std::string_view path,
                              std::string_view host = "example.com") {
   http::RequestHead req;
   req.method = http::Method::kGet;
-  req.path = path;
+  req.path = req.uri = path;
   req.host = host;
   router::MatchContext ctx{&req, "127.0.0.1", {}, 9080};
   router::parse_ip("127.0.0.1", &ctx.remote_ip);

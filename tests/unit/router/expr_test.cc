@@ -175,6 +175,21 @@ TEST(Expr, EmptyAndNullAreTrue) {
   EXPECT_TRUE(Expr::compile(json::array())->eval(req.ctx));
 }
 
+// As APISIX: uri is nginx's normalised $uri, request_uri the target as sent.
+TEST(Expr, UriIsNormalisedRequestUriIsRaw) {
+  FakeRequest req("GET", "//api/%76%31/./users?id=1");
+  auto is = [&req](const char* vars) { return Expr::compile(json::parse(vars))->eval(req.ctx); };
+  EXPECT_TRUE(is(R"([["uri", "==", "/api/v1/users"]])"));
+  EXPECT_TRUE(is(R"([["request_uri", "==", "//api/%76%31/./users?id=1"]])"));
+  // An absolute-form target: request_uri starts at the path, as nginx's does.
+  FakeRequest abs("GET", "http://a.com/x/../y?z=1");
+  abs.head.authority = "a.com";
+  abs.head.path = "/x/../y";
+  abs.head.uri = "/y";
+  EXPECT_TRUE(
+      Expr::compile(json::parse(R"([["request_uri", "==", "/x/../y?z=1"]])"))->eval(abs.ctx));
+}
+
 TEST(Expr, HostVariableStripsPortAndBrackets) {
   struct Case {
     const char* host;

@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "http/message.h"
+#include "http/path.h"
 #include "router/expr.h"
 #include "router/ip.h"
 
@@ -24,6 +25,13 @@ class FakeRequest {
     head.target = keep(target);
     const size_t q = head.target.find('?');
     head.path = head.target.substr(0, q);
+    // As the h1 parser does; a path that cannot be normalised leaves uri empty.
+    if (!head.path.empty() && head.path[0] == '/') {
+      head.uri_buf.resize(head.path.size());
+      head.uri = http::normalize_path(head.path, head.uri_buf.data()).path;
+    } else {
+      head.uri = head.path;
+    }
     head.query = q == std::string_view::npos ? std::string_view() : head.target.substr(q + 1);
     head.host = keep(host);
     for (const auto& [name, value] : headers) {

@@ -137,6 +137,13 @@ const Rejected kRejected[] = {
      "invalid authority in request-target"},
     {"absolute_no_authority", "GET http:///x HTTP/1.1\r\nHost: a\r\n\r\n", 400,
      "invalid authority in request-target"},
+    // A path that cannot be normalised (http/path.h has the whole table).
+    {"path_above_root", "GET /a/../../x HTTP/1.1\r\nHost: a\r\n\r\n", 400, "'..' above the root"},
+    {"path_nul", "GET /a%00b?q HTTP/1.1\r\nHost: a\r\n\r\n", 400, "NUL byte in path"},
+    {"path_bad_escape", "GET /%zz HTTP/1.1\r\nHost: a\r\n\r\n", 400, "bad percent-escape in path"},
+    {"path_backslash", "GET /a\\..\\b HTTP/1.1\r\nHost: a\r\n\r\n", 400, "backslash in path"},
+    {"absolute_path_above_root", "GET http://a/.. HTTP/1.1\r\nHost: a\r\n\r\n", 400,
+     "'..' above the root"},
     // Limits.
     {"request_line_8001", long_line(8001) + "\r\nHost: a\r\n\r\n", 414, "request line too long"},
     {"huge_header", huge_header(40000), 431, "request head too large"},

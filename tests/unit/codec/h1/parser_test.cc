@@ -230,6 +230,33 @@ TEST_P(AcceptedTest, SameResultAtEverySplit) {
 INSTANTIATE_TEST_SUITE_P(Requests, AcceptedTest, testing::ValuesIn(kAccepted),
                          [](const auto& info) { return std::string(info.param.name); });
 
+// uri is the normalised path routes match; path and target stay as sent (they are forwarded).
+TEST(RequestParserTest, UriIsNormalisedPathAndTargetStayRaw) {
+  const std::string in = "GET //x/../%73ecret/a?b=%2F HTTP/1.1\r\nHost: a\r\n\r\n";
+  http::RequestHead h;
+  ASSERT_EQ(parse_request(in, Limits(), &h).status, ParseStatus::kComplete);
+  EXPECT_EQ(h.uri, "/secret/a");
+  EXPECT_EQ(h.path, "//x/../%73ecret/a");
+  EXPECT_EQ(h.query, "b=%2F");
+  EXPECT_EQ(h.target, "//x/../%73ecret/a?b=%2F");
+  // A normal path is not copied: uri is a view of the input.
+  const std::string plain = "GET /secret/a?x HTTP/1.1\r\nHost: a\r\n\r\n";
+  ASSERT_EQ(parse_request(plain, Limits(), &h).status, ParseStatus::kComplete);
+  EXPECT_EQ(h.uri.data(), h.path.data());
+  EXPECT_EQ(h.uri, "/secret/a");
+}
+
+TEST(RequestParserTest, AbsoluteFormUriIsNormalised) {
+  const std::string in = "GET http://a.com//b/./c HTTP/1.1\r\nHost: a\r\n\r\n";
+  http::RequestHead h;
+  ASSERT_EQ(parse_request(in, Limits(), &h).status, ParseStatus::kComplete);
+  EXPECT_EQ(h.path, "//b/./c");
+  EXPECT_EQ(h.uri, "/b/c");
+  const std::string star = "OPTIONS * HTTP/1.1\r\nHost: a\r\n\r\n";
+  ASSERT_EQ(parse_request(star, Limits(), &h).status, ParseStatus::kComplete);
+  EXPECT_EQ(h.uri, "*");
+}
+
 TEST(RequestParserTest, TrimsValuesAndKeepsHeaderOrder) {
   std::string in = "GET / HTTP/1.1\r\nHost:a\r\nX-A: \t v a \t\r\nX-Empty:\r\n\r\n";
   http::RequestHead h;
