@@ -4,8 +4,8 @@
 // head's views lie inside the consumed bytes (path may be the static "/"), which end in
 // CRLFCRLF; parsing exactly those bytes gives the same head and one byte fewer is incomplete;
 // any prefix is incomplete or gives the whole input's result; errors carry one of the
-// documented statuses; and a head accepted under tight limits is accepted the same way under
-// the defaults.
+// documented statuses; a head accepted under tight limits is accepted the same way under
+// the defaults; and methods use nginx's alphabet (A-Z, `_`, `-`).
 
 #include <cstddef>
 #include <cstdint>
@@ -40,6 +40,9 @@ void check_head(const h1::ParseResult& r, const http::RequestHead& h, const char
   FUZZ_CHECK(n >= 4 && std::string_view(base + n - 4, 4) == "\r\n\r\n");
   FUZZ_CHECK(!h.method_text.empty() && inside(h.method_text, base, n));
   FUZZ_CHECK(h.method == http::parse_method(h.method_text));
+  for (char c : h.method_text) {
+    FUZZ_CHECK((c >= 'A' && c <= 'Z') || c == '_' || c == '-');
+  }
   FUZZ_CHECK(!h.target.empty() && inside(h.target, base, n) && clean(h.target));
   FUZZ_CHECK(h.target.size() <= limits.max_request_line);
   FUZZ_CHECK(inside(h.path, base, n) || (h.path == "/" && !h.authority.empty()));

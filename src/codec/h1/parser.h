@@ -30,7 +30,8 @@ struct ParseResult {
 // kIncomplete. Returns kError (414/431) as soon as the partial data already exceeds a limit.
 // Every prefix of an input yields kIncomplete or the input's own result. On kComplete the
 // string_views in `out` point into `buf` (path may point to a static "/" for absolute-form).
-// Leading empty lines (CRLF) are skipped and counted in `consumed`.
+// Leading empty lines (CRLF) are skipped and counted in `consumed`. The method is
+// 1*( %x41-5A / "_" / "-" ) as nginx accepts it: `get` is a 400, never forwarded.
 ParseResult parse_request(std::string_view buf, const Limits& limits, http::RequestHead* out);
 
 // Parses a response head. `request_method` decides HEAD / CONNECT semantics. Body framing per

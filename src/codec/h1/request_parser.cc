@@ -31,6 +31,10 @@ bool is_target_char(char ch) {
   return c > 0x20 && c != 0x7f;
 }
 
+// nginx's method alphabet. RFC 9110 9.1 makes methods case-sensitive, so `get` is not GET;
+// nginx (and so APISIX) answers it 400, and forwarding it only moves the error upstream.
+bool is_method_char(char c) { return (c >= 'A' && c <= 'Z') || c == '_' || c == '-'; }
+
 bool all_digits(std::string_view v) {
   return !v.empty() && std::all_of(v.begin(), v.end(), is_digit);
 }
@@ -114,7 +118,7 @@ ParseResult parse_target(http::RequestHead* out) {
 // method SP request-target SP HTTP-version; `line` has no CRLF and no control byte but HTAB.
 ParseResult parse_request_line(std::string_view line, http::RequestHead* out) {
   size_t m = 0;
-  while (m < line.size() && is_tchar(line[m])) {
+  while (m < line.size() && is_method_char(line[m])) {
     ++m;
   }
   if (m == 0 || m == line.size() || line[m] != ' ') {
