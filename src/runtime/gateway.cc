@@ -229,6 +229,7 @@ common::Status Gateway::start_workers() {
   settings->send_timeout_ms = to_ms(conf_.send_timeout);
   settings->keepalive_timeout_ms = to_ms(conf_.keepalive_timeout);
   settings->client_max_body_size = conf_.client_max_body_size;
+  settings->limits.underscores_in_headers = conf_.underscores_in_headers;
   settings->io_uring = conf_.io_uring;
   settings->worker_connections =
       conf_.worker_connections == 0 ? UINT32_MAX : conf_.worker_connections;

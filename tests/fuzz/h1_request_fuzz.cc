@@ -5,7 +5,8 @@
 // CRLFCRLF; parsing exactly those bytes gives the same head and one byte fewer is incomplete;
 // any prefix is incomplete or gives the whole input's result; errors carry one of the
 // documented statuses; a head accepted under tight limits is accepted the same way under
-// the defaults; and methods use nginx's alphabet (A-Z, `_`, `-`).
+// the defaults; methods use nginx's alphabet (A-Z, `_`, `-`); and underscores_in_headers only
+// decides whether `_` fields stay in the head, never whether the head is accepted.
 
 #include <cstddef>
 #include <cstdint>
@@ -56,6 +57,7 @@ void check_head(const h1::ParseResult& r, const http::RequestHead& h, const char
     FUZZ_CHECK(!f.name.empty() && inside(f.name, base, n) && inside(f.value, base, n));
     FUZZ_CHECK(clean(f.name) && clean(f.value));
     FUZZ_CHECK(f.name.find_first_of(" \t:") == std::string_view::npos);
+    FUZZ_CHECK(limits.underscores_in_headers || f.name.find('_') == std::string_view::npos);
     FUZZ_CHECK(f.value.empty() || (f.value.front() != ' ' && f.value.front() != '\t' &&
                                    f.value.back() != ' ' && f.value.back() != '\t'));
   }
@@ -145,6 +147,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string_view in(reinterpret_cast<const char*>(data), size);
   const h1::Limits defaults;
   const std::string loose = check_prefixes(in, defaults);
+
+  h1::Limits underscores;
+  underscores.underscores_in_headers = true;
+  const std::string kept = check_prefixes(in, underscores);
+  FUZZ_CHECK(kept.starts_with("complete") == loose.starts_with("complete"));
+  if (!loose.starts_with("complete")) {
+    FUZZ_CHECK(kept == loose);
+  }
 
   h1::Limits tight;
   tight.max_request_line = 64;

@@ -145,6 +145,17 @@ ParseResult parse_request_line(std::string_view line, http::RequestHead* out) {
   return parse_target(out);
 }
 
+// underscores_in_headers off, as nginx: fields named with `_` are left out of the head.
+void drop_underscored_fields(http::RequestHead* out) {
+  size_t kept = 0;
+  for (size_t i = 0; i < out->num_headers; ++i) {
+    if (out->headers[i].name.find('_') == std::string_view::npos) {
+      out->headers[kept++] = out->headers[i];
+    }
+  }
+  out->num_headers = kept;
+}
+
 ParseResult finish_request(const FieldSummary& s, http::RequestHead* out) {
   bool v11 = out->version_minor == 1;
   if (s.host_count > 1) {
@@ -204,6 +215,9 @@ ParseResult parse_request_head(std::string_view view, const Limits& limits,
   size_t consumed = static_cast<size_t>(fields - begin) + r.consumed;
   if (r = finish_request(s, out); r.status != ParseStatus::kComplete) {
     return r;
+  }
+  if (!limits.underscores_in_headers) {
+    drop_underscored_fields(out);
   }
   return parse_complete(consumed);
 }
