@@ -1,5 +1,8 @@
 // sluice: the gateway's command line.
 
+#include <unistd.h>
+
+#include <climits>
 #include <cstdio>
 #include <cstring>
 #include <string>
@@ -28,6 +31,19 @@ int bench(int argc, char** argv) {
     return sub == "load" ? sluice::bench::load_main(args) : sluice::bench::upstream_main(args);
   }
   return sluice::bench::kit_main(std::vector<std::string>(argv + 2, argv + argc));
+}
+
+// The command line again, for a binary upgrade (SIGUSR2): a relative program path is made
+// absolute (the working directory may differ later) without resolving symlinks, so a link
+// switched to a new release starts the new release.
+std::vector<std::string> own_command_line(int argc, char** argv) {
+  std::vector<std::string> args(argv, argv + argc);
+  char cwd[PATH_MAX];
+  if (args[0].find('/') != std::string::npos && args[0][0] != '/' &&
+      getcwd(cwd, sizeof(cwd)) != nullptr) {
+    args[0] = std::string(cwd) + "/" + args[0];
+  }
+  return args;
 }
 
 }  // namespace
@@ -62,6 +78,6 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
-  sluice::runtime::Gateway gw(config);
+  sluice::runtime::Gateway gw(config, own_command_line(argc, argv));
   return gw.run();
 }

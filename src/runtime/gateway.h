@@ -35,7 +35,8 @@ namespace sluice::runtime {
 // Thread: control
 class Gateway {
  public:
-  explicit Gateway(std::string config_path);
+  // `argv`: the command line this process started with, for a binary upgrade (SIGUSR2).
+  explicit Gateway(std::string config_path, std::vector<std::string> argv = {});
   ~Gateway();
   // Runs until SIGTERM/SIGINT; returns the process exit code.
   int run();
@@ -54,12 +55,18 @@ class Gateway {
   // PUT /apisix/admin/plugins/reload: re-reads them from config.yaml and republishes.
   common::Status reload_plugins();
   void rebuild_now();
-  void start_metrics_export();
+  // Fails when its port is held by another process; other failures are logged only.
+  common::Status start_metrics_export();
   std::string render_metrics() const;
   common::Status check_admin_safety() const;
   common::Status open_store();
   common::Status start_workers();
-  common::Status add_listeners(server::Worker& w, server::ConnLimits& limits);
+  // gateway_listen.cc: the listening sockets, inherited at an upgrade or bound here after
+  // checking that no other process holds the port.
+  common::Status prepare_listeners();
+  common::Status add_listeners(server::Worker& w, server::ConnLimits& limits, int index, int n);
+  // SIGUSR2: starts this binary again with the listening sockets and the store lock inherited.
+  void hand_over();
   // Re-reads apisix.yaml; on success publishes a new snapshot, else logs and keeps the old.
   bool reload_routes(bool at_start);
   bool routes_file_changed();
@@ -96,6 +103,11 @@ class Gateway {
 
   std::string config_path_;
   std::string config_dir_;
+  std::vector<std::string> argv_;
+  // By listener index (node_listen..., then the admin listener): sockets inherited at start.
+  std::vector<std::vector<int>> inherited_;
+  std::vector<int> listen_fds_;    // every listening socket the workers hold, for hand_over()
+  int inherited_metrics_fd_ = -1;  // the export server's socket, when inherited
   config::GatewayConfig conf_;
   upstream::DnsCache dns_{30};
   io::EventLoop ctl_;
