@@ -399,6 +399,7 @@ void Gateway::rebuild_now() {
 
 void Gateway::on_tick() {
   free_retired();
+  trimmer_.maybe_trim(static_cast<int64_t>(ctl_.now_ms()));
   if (on_etcd()) {
     persist_etcd(false);
   }

@@ -23,6 +23,7 @@
 #include "io/event_loop.h"
 #include "plugin/info.h"
 #include "runtime/admin_service.h"
+#include "runtime/memory_trim.h"
 #include "runtime/metrics_export.h"
 #include "server/worker.h"
 #include "store/config_index.h"
@@ -130,8 +131,9 @@ class Gateway {
   std::vector<std::unique_ptr<server::Worker>> workers_;
   // The prometheus plugin's cells, one per worker (read by the export server).
   std::unique_ptr<MetricsExport> metrics_export_;
-  plugin::Shared plugin_shared_;              // plugin state that outlives snapshots
-  health::Registry health_;                   // upstream health that outlives snapshots
+  MemoryTrimmer trimmer_;         // returns what a burst freed (glibc keeps it in worker arenas)
+  plugin::Shared plugin_shared_;  // plugin state that outlives snapshots
+  health::Registry health_;       // upstream health that outlives snapshots
   std::unique_ptr<health::Checker> checker_;  // the active checks' thread
   std::vector<std::thread> threads_;
   uint64_t version_ = 0;
