@@ -51,7 +51,8 @@ def test_a_second_gateway_on_a_held_port_is_refused(make_gateway, upstream, shar
     rc = second.wait_exit(20)
     assert rc not in (None, 0), "the second gateway started on a held port:\n" + \
         second.log_tail()
-    want = r"address already in use: [0-9.]+:%d is held by pid %d \(sluice\)" % (port, first.pid)
+    want = r"address already in use: [0-9.]+:%d is held by pid %d \(sluice\)" % (
+        port, first.pid)
     assert re.search(want, second.log_text()), second.log_tail()
     # It never joined: every request and admin call still reaches the first gateway.
     serves_everything(first)
