@@ -6,7 +6,6 @@ the burst while the allocator had a tenth of it in use. The gateway now trims (s
 src/runtime/memory_trim.h); RSS must come back within 2x of its pre-burst value.
 """
 
-import os
 import resource
 import socket
 import time
