@@ -1,6 +1,7 @@
 #include "common/inherited_fds.h"
 
 #include <fcntl.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstdlib>
@@ -46,5 +47,18 @@ std::vector<int>& inherited_fds() {
 }
 
 void take_inherited_fd(int fd) { std::erase(inherited_fds(), fd); }
+
+void close_started_fd() {
+  const char* text = std::getenv(kStartedFdEnv);
+  if (text == nullptr) {
+    return;
+  }
+  char* end = nullptr;
+  long fd = std::strtol(text, &end, 10);
+  unsetenv(kStartedFdEnv);
+  if (*end == '\0' && fd > 2 && fd < (1 << 20)) {
+    ::close(static_cast<int>(fd));
+  }
+}
 
 }  // namespace sluice::common

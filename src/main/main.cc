@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "bench/commands.h"
+#include "common/inherited_fds.h"
 #include "runtime/config_tool.h"
 #include "runtime/gateway.h"
 
@@ -49,6 +50,7 @@ std::vector<std::string> own_command_line(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  sluice::common::close_started_fd();  // a binary upgrade's parent waits for this
   if (argc < 2) {
     fputs(kUsage, stderr);
     return 2;

@@ -157,7 +157,10 @@ common::Status Gateway::open_admin() {
       [this] { absorb_changes(); });
   api_->set_plugin_reload([this] { return reload_plugins(); });
   admin_service_ = std::make_shared<AdminService>(
-      ctl_, [this](const server::AdminRequest& r) { return api_->handle(r); },
+      ctl_,
+      [this](const server::AdminRequest& r) {
+        return successor_pid_ > 0 && r.method != "GET" ? handing_over_answer() : api_->handle(r);
+      },
       [this] { publish_store_config(false); });
   return common::Status::ok();
 }
@@ -399,6 +402,7 @@ void Gateway::rebuild_now() {
 
 void Gateway::on_tick() {
   free_retired();
+  reap_successor();
   trimmer_.maybe_trim(static_cast<int64_t>(ctl_.now_ms()));
   if (on_etcd()) {
     persist_etcd(false);

@@ -5,6 +5,8 @@
 // loop: the signalfd, a 200 ms tick (file poll, DNS refresh, TTL expiry) and the Admin API
 // requests the workers post to it.
 
+#include <sys/types.h>
+
 #include <map>
 #include <memory>
 #include <optional>
@@ -68,6 +70,12 @@ class Gateway {
   common::Status add_listeners(server::Worker& w, server::ConnLimits& limits, int index, int n);
   // SIGUSR2: starts this binary again with the listening sockets and the store lock inherited.
   void hand_over();
+  // While a successor runs, this process takes no Admin API writes: the successor read the
+  // store when it started and would never see them (etcd: the watch would, yet one writer
+  // during the overlap keeps the answers simple). A 503 sends the client to retry.
+  server::AdminResponse handing_over_answer() const;
+  // A successor that exited (it failed to start) is reaped and logged; writes resume.
+  void reap_successor();
   // Re-reads apisix.yaml; on success publishes a new snapshot, else logs and keeps the old.
   bool reload_routes(bool at_start);
   bool routes_file_changed();
@@ -109,6 +117,7 @@ class Gateway {
   std::vector<std::vector<int>> inherited_;
   std::vector<int> listen_fds_;    // every listening socket the workers hold, for hand_over()
   int inherited_metrics_fd_ = -1;  // the export server's socket, when inherited
+  pid_t successor_pid_ = 0;        // the process SIGUSR2 started, until it exits
   config::GatewayConfig conf_;
   upstream::DnsCache dns_{30};
   io::EventLoop ctl_;

@@ -1,6 +1,7 @@
 // The Gateway's listening sockets: refused when another process holds a port, inherited from
 // the previous Sluice at a binary upgrade, and handed on to the next one (SIGUSR2).
 #include <fmt/format.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "common/inherited_fds.h"
@@ -14,6 +15,9 @@
 namespace sluice::runtime {
 
 namespace {
+
+constexpr int kParkTimeoutMs = 2000;
+constexpr int kStartWaitMs = 2000;
 
 struct ListenerSpec {
   const config::ListenAddr* addr;
@@ -123,15 +127,52 @@ void Gateway::hand_over() {
       fds.push_back(lock);
     }
   }
-  auto pid = spawn_successor(argv_, fds);
+  std::vector<io::EventLoop*> loops;
+  for (auto& w : workers_) {
+    loops.push_back(&w->loop());
+  }
+  common::StatusOr<pid_t> pid = common::Status::error("the workers did not pause");
+  {
+    WorkerPark park(loops, kParkTimeoutMs);  // see spawn_successor
+    if (park.parked()) {
+      pid = spawn_successor(argv_, fds, kStartWaitMs);
+    }
+  }
   if (!pid) {
     SLUICE_LOG(kError, "SIGUSR2: binary upgrade failed, still serving: {}", pid.status().message());
     return;
   }
+  successor_pid_ = *pid;
   SLUICE_LOG(kNotice,
              "SIGUSR2: started {} as pid {} with {} inherited socket(s); send this process "
              "(pid {}) SIGTERM once it serves",
              argv_[0], *pid, fds.size(), getpid());
+}
+
+server::AdminResponse Gateway::handing_over_answer() const {
+  server::AdminResponse r;
+  r.status = 503;
+  r.body = fmt::format(
+      "{{\"error_msg\":\"this gateway is handing over to a new process (pid {}); retry\"}}\n",
+      successor_pid_);
+  r.headers.emplace_back("Retry-After", "1");
+  return r;
+}
+
+void Gateway::reap_successor() {
+  if (successor_pid_ <= 0) {
+    return;
+  }
+  int status = 0;
+  if (waitpid(successor_pid_, &status, WNOHANG) != successor_pid_) {
+    return;
+  }
+  SLUICE_LOG(kError,
+             "the new process (pid {}) exited ({} {}) before this one was stopped: still "
+             "serving, Admin API writes accepted again",
+             successor_pid_, WIFEXITED(status) ? "status" : "signal",
+             WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status));
+  successor_pid_ = 0;
 }
 
 }  // namespace sluice::runtime

@@ -1,15 +1,20 @@
 #include "runtime/handover.h"
 
 #include <dirent.h>
+#include <fcntl.h>
 #include <fmt/format.h>
+#include <poll.h>
 #include <spawn.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <climits>
+#include <condition_variable>
 #include <cstdlib>
 #include <cstring>
+#include <mutex>
 
 #include "common/inherited_fds.h"
 
@@ -83,8 +88,59 @@ int find_open_fd(const std::string& path) {
   return found;
 }
 
+struct WorkerPark::State {
+  std::mutex mu;
+  std::condition_variable cv;
+  size_t parked = 0;
+  bool released = false;
+};
+
+WorkerPark::WorkerPark(const std::vector<io::EventLoop*>& loops, int timeout_ms)
+    : state_(std::make_shared<State>()) {
+  for (io::EventLoop* loop : loops) {
+    loop->post([st = state_] {
+      std::unique_lock lock(st->mu);
+      ++st->parked;
+      st->cv.notify_all();
+      st->cv.wait(lock, [&] { return st->released; });
+    });
+  }
+  std::unique_lock lock(state_->mu);
+  parked_ = state_->cv.wait_for(lock, std::chrono::milliseconds(timeout_ms),
+                                [&] { return state_->parked == loops.size(); });
+}
+
+WorkerPark::~WorkerPark() {
+  std::lock_guard lock(state_->mu);
+  state_->released = true;
+  state_->cv.notify_all();
+}
+
+namespace {
+
+// Waits until every copy of the pipe's write end is closed: the child closed its own in main().
+void wait_started(int read_fd, int wait_ms) {
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(wait_ms);
+  char byte;
+  while (true) {
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+                    deadline - std::chrono::steady_clock::now())
+                    .count();
+    pollfd p{read_fd, POLLIN, 0};
+    if (left <= 0 || ::poll(&p, 1, static_cast<int>(left)) == 0) {
+      return;
+    }
+    ssize_t n = ::read(read_fd, &byte, 1);
+    if (n == 0 || (n < 0 && errno != EINTR && errno != EAGAIN)) {
+      return;
+    }
+  }
+}
+
+}  // namespace
+
 common::StatusOr<pid_t> spawn_successor(const std::vector<std::string>& argv,
-                                        const std::vector<int>& fds) {
+                                        const std::vector<int>& fds, int wait_ms) {
   if (argv.empty()) {
     return common::Status::error("the command line this process started with is unknown");
   }
@@ -107,6 +163,13 @@ common::StatusOr<pid_t> spawn_successor(const std::vector<std::string>& argv,
     }
   }
   env_text.push_back(prefix + list);
+  int started[2] = {-1, -1};
+  if (::pipe2(started, O_CLOEXEC) == 0) {
+    int w = ::dup(started[1]);  // without close-on-exec: the child's to close
+    ::close(started[1]);
+    started[1] = w;
+    env_text.push_back(std::string(common::kStartedFdEnv) + "=" + std::to_string(w));
+  }
   std::vector<char*> envp, args;
   for (auto& s : env_text) {
     envp.push_back(s.data());
@@ -121,6 +184,15 @@ common::StatusOr<pid_t> spawn_successor(const std::vector<std::string>& argv,
   int rc = posix_spawnp(&pid, args[0], nullptr, nullptr, args.data(), envp.data());
   for (int c : copies) {
     ::close(c);
+  }
+  if (started[1] >= 0) {
+    ::close(started[1]);
+  }
+  if (started[0] >= 0) {
+    if (rc == 0) {
+      wait_started(started[0], wait_ms);
+    }
+    ::close(started[0]);
   }
   if (rc != 0) {
     return common::Status::error(fmt::format("cannot start {}: {}", argv[0], strerror(rc)));
