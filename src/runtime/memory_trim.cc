@@ -41,7 +41,7 @@ bool MemoryTrimmer::maybe_trim(int64_t now_ms) {
   last_check_ms_ = now_ms;
   MemoryUse before = memory_use();
   size_t slack = before.in_use > min_slack_ ? before.in_use : min_slack_;
-  if (before.rss <= before.in_use + slack) {
+  if (before.rss <= before.in_use + slack || before.rss <= rss_after_trim_ + min_slack_) {
     return false;
   }
   // malloc_trim(0) also releases the free pages inside each arena, not only its top: that is
@@ -52,6 +52,7 @@ bool MemoryTrimmer::maybe_trim(int64_t now_ms) {
       std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - t0)
           .count();
   size_t after = rss_bytes();
+  rss_after_trim_ = after;
   SLUICE_LOG(kInfo,
              "memory: returned {:.1f} MiB to the system in {} us (resident {:.1f} -> {:.1f} "
              "MiB, {:.1f} MiB in use)",

@@ -19,7 +19,9 @@ MemoryUse memory_use();
 // Thread: control
 class MemoryTrimmer {
  public:
-  // Trims when resident memory exceeds what is in use by more than max(in use, `min_slack`).
+  // Trims when resident memory exceeds what is in use by more than max(in use, `min_slack`),
+  // and has grown by `min_slack` since the last trim: memory that is not malloc's (thread
+  // stacks, io_uring rings, a sanitizer's allocator) is not trimmed again every second.
   explicit MemoryTrimmer(size_t min_slack = size_t{16} << 20) : min_slack_(min_slack) {}
   // Call periodically; returns true when it trimmed.
   bool maybe_trim(int64_t now_ms);
@@ -27,6 +29,7 @@ class MemoryTrimmer {
  private:
   size_t min_slack_;
   int64_t last_check_ms_ = 0;
+  size_t rss_after_trim_ = 0;
 };
 
 }  // namespace sluice::runtime
