@@ -116,6 +116,11 @@ void Gateway::hand_over() {
     SLUICE_LOG(kError, "SIGUSR2: not serving yet; nothing handed over");
     return;
   }
+  if (successor_pid_ > 0) {
+    SLUICE_LOG(kError, "SIGUSR2: already handed over to pid {}; stop this process (SIGTERM)",
+               successor_pid_);
+    return;
+  }
   std::vector<int> fds = listen_fds_;
   if (metrics_export_ && metrics_export_->fd() >= 0) {
     fds.push_back(metrics_export_->fd());
@@ -144,7 +149,7 @@ void Gateway::hand_over() {
   }
   successor_pid_ = *pid;
   SLUICE_LOG(kNotice,
-             "SIGUSR2: started {} as pid {} with {} inherited socket(s); send this process "
+             "SIGUSR2: started {} as pid {} with {} inherited descriptor(s); send this process "
              "(pid {}) SIGTERM once it serves",
              argv_[0], *pid, fds.size(), getpid());
 }
