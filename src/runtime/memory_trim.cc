@@ -34,14 +34,18 @@ MemoryUse memory_use() {
   return MemoryUse{rss_bytes(), mi.uordblks + mi.hblkhd};
 }
 
+bool worth_trimming(const MemoryUse& now, size_t rss_after_trim, size_t min_slack) {
+  size_t slack = now.in_use > min_slack ? now.in_use : min_slack;
+  return now.rss > now.in_use + slack && now.rss > rss_after_trim + min_slack;
+}
+
 bool MemoryTrimmer::maybe_trim(int64_t now_ms) {
   if (now_ms - last_check_ms_ < kCheckEveryMs) {
     return false;
   }
   last_check_ms_ = now_ms;
   MemoryUse before = memory_use();
-  size_t slack = before.in_use > min_slack_ ? before.in_use : min_slack_;
-  if (before.rss <= before.in_use + slack || before.rss <= rss_after_trim_ + min_slack_) {
+  if (!worth_trimming(before, rss_after_trim_, min_slack_)) {
     return false;
   }
   // malloc_trim(0) also releases the free pages inside each arena, not only its top: that is

@@ -16,12 +16,15 @@ struct MemoryUse {
 
 MemoryUse memory_use();
 
+// The trim rule: resident memory exceeds what is in use by more than max(in use, `min_slack`)
+// and has grown by `min_slack` since the last trim left it at `rss_after_trim` (0: none yet).
+bool worth_trimming(const MemoryUse& now, size_t rss_after_trim, size_t min_slack);
+
 // Thread: control
 class MemoryTrimmer {
  public:
-  // Trims when resident memory exceeds what is in use by more than max(in use, `min_slack`),
-  // and has grown by `min_slack` since the last trim: memory that is not malloc's (thread
-  // stacks, io_uring rings, a sanitizer's allocator) is not trimmed again every second.
+  // Trims by worth_trimming(): the second condition keeps memory that is not malloc's
+  // (thread stacks, io_uring rings, a sanitizer's allocator) from a trim every second.
   explicit MemoryTrimmer(size_t min_slack = size_t{16} << 20) : min_slack_(min_slack) {}
   // Call periodically; returns true when it trimmed.
   bool maybe_trim(int64_t now_ms);
