@@ -273,6 +273,8 @@ class Reader {
           [this](auto& x, auto& p) { return assign(p, &cfg.client_max_body_size, parse_size(x)); }},
          {"real_ip_header",
           [this](auto& x, auto& p) { return assign(p, &cfg.real_ip_header, as_string(x, 1, 64)); }},
+         {"underscores_in_headers",
+          [this](auto& x, auto& p) { return assign(p, &cfg.underscores_in_headers, on_off(x)); }},
          {"real_ip_recursive",
           [this](auto& x, auto& p) { return assign(p, &cfg.real_ip_recursive, on_off(x)); }},
          {"real_ip_from", [this](auto& x, auto& p) { return real_ip_from(x, p); }}});

@@ -108,6 +108,9 @@ struct GatewayConfig {
   double send_timeout = 10;
   double keepalive_timeout = 60;
   uint64_t client_max_body_size = 0;  // 0 = unlimited
+  // nginx_config.http.underscores_in_headers: off (nginx's default) drops request fields named
+  // with `_`. APISIX's config-default.yaml turns it on; Sluice keeps nginx's safer default.
+  bool underscores_in_headers = false;
   // nginx_config.http.real_ip_*: proxies trusted to name the client. Unlike APISIX (which
   // trusts 127.0.0.1 by default) nothing is trusted unless listed.
   std::vector<std::string> real_ip_from;  // IPs or CIDRs; "unix:" is accepted and ignored

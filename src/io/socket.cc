@@ -9,6 +9,8 @@
 #include <cerrno>
 #include <cstring>
 
+#include "io/port_owner.h"
+
 namespace sluice::io {
 
 uint16_t SockAddr::port() const {
@@ -70,6 +72,32 @@ common::StatusOr<int> listen_reuseport(const SockAddr& addr, int backlog) {
         fmt::format("cannot listen on {}:{}: {}", addr.ip_text(), addr.port(), strerror(e)));
   }
   return fd;
+}
+
+common::Status ensure_port_free(const SockAddr& addr) {
+  int fd = socket(addr.storage.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) {
+    return common::Status::error(fmt::format("socket: {}", strerror(errno)));
+  }
+  int one = 1;
+  setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));  // TIME_WAIT leftovers are fine
+  if (addr.storage.ss_family == AF_INET6) {
+    setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one));
+  }
+  int rc = bind(fd, addr.get(), addr.len);
+  int e = errno;
+  close(fd);
+  if (rc == 0) {
+    return common::Status::ok();
+  }
+  if (e != EADDRINUSE) {
+    return common::Status::error(
+        fmt::format("cannot listen on {}:{}: {}", addr.ip_text(), addr.port(), strerror(e)));
+  }
+  std::string owner = port_owner(addr.port(), getpid());
+  return common::Status::error(fmt::format("address already in use: {}:{} is held by {}",
+                                           addr.ip_text(), addr.port(),
+                                           owner.empty() ? std::string("another process") : owner));
 }
 
 int connect_nonblocking(const SockAddr& addr) {

@@ -1,11 +1,15 @@
 // sluice: the gateway's command line.
 
+#include <unistd.h>
+
+#include <climits>
 #include <cstdio>
 #include <cstring>
 #include <string>
 #include <vector>
 
 #include "bench/commands.h"
+#include "common/inherited_fds.h"
 #include "runtime/config_tool.h"
 #include "runtime/gateway.h"
 
@@ -30,9 +34,23 @@ int bench(int argc, char** argv) {
   return sluice::bench::kit_main(std::vector<std::string>(argv + 2, argv + argc));
 }
 
+// The command line again, for a binary upgrade (SIGUSR2): a relative program path is made
+// absolute (the working directory may differ later) without resolving symlinks, so a link
+// switched to a new release starts the new release.
+std::vector<std::string> own_command_line(int argc, char** argv) {
+  std::vector<std::string> args(argv, argv + argc);
+  char cwd[PATH_MAX];
+  if (args[0].find('/') != std::string::npos && args[0][0] != '/' &&
+      getcwd(cwd, sizeof(cwd)) != nullptr) {
+    args[0] = std::string(cwd) + "/" + args[0];
+  }
+  return args;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
+  sluice::common::close_started_fd();  // a binary upgrade's parent waits for this
   if (argc < 2) {
     fputs(kUsage, stderr);
     return 2;
@@ -62,6 +80,6 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
-  sluice::runtime::Gateway gw(config);
+  sluice::runtime::Gateway gw(config, own_command_line(argc, argv));
   return gw.run();
 }

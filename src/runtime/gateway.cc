@@ -53,7 +53,8 @@ int64_t thread_cpu_us() {
 
 }  // namespace
 
-Gateway::Gateway(std::string config_path) : config_path_(std::move(config_path)) {
+Gateway::Gateway(std::string config_path, std::vector<std::string> argv)
+    : config_path_(std::move(config_path)), argv_(std::move(argv)) {
   size_t slash = config_path_.rfind('/');
   config_dir_ = slash == std::string::npos ? "." : config_path_.substr(0, slash);
 }
@@ -156,7 +157,10 @@ common::Status Gateway::open_admin() {
       [this] { absorb_changes(); });
   api_->set_plugin_reload([this] { return reload_plugins(); });
   admin_service_ = std::make_shared<AdminService>(
-      ctl_, [this](const server::AdminRequest& r) { return api_->handle(r); },
+      ctl_,
+      [this](const server::AdminRequest& r) {
+        return successor_pid_ > 0 && r.method != "GET" ? handing_over_answer() : api_->handle(r);
+      },
       [this] { publish_store_config(false); });
   return common::Status::ok();
 }
@@ -229,6 +233,7 @@ common::Status Gateway::start_workers() {
   settings->send_timeout_ms = to_ms(conf_.send_timeout);
   settings->keepalive_timeout_ms = to_ms(conf_.keepalive_timeout);
   settings->client_max_body_size = conf_.client_max_body_size;
+  settings->limits.underscores_in_headers = conf_.underscores_in_headers;
   settings->io_uring = conf_.io_uring;
   settings->worker_connections =
       conf_.worker_connections == 0 ? UINT32_MAX : conf_.worker_connections;
@@ -254,11 +259,14 @@ common::Status Gateway::start_workers() {
   int n = conf_.worker_processes > 0 ? conf_.worker_processes
                                      : static_cast<int>(std::thread::hardware_concurrency());
   n = std::max(n, 1);
+  if (common::Status st = prepare_listeners(); !st) {
+    return st;
+  }
   plugins_process_init(n);
   for (int i = 0; i < n; ++i) {
     auto w = std::make_unique<server::Worker>(i, settings, limits);
     plugins_worker_init(w->plugin_local());
-    common::Status st = add_listeners(*w, *limits);
+    common::Status st = add_listeners(*w, *limits, i, n);
     if (!st) {
       return st;
     }
@@ -269,26 +277,6 @@ common::Status Gateway::start_workers() {
   }
   if (admin_service_) {
     SLUICE_LOG(kNotice, "Admin API on {}:{}", conf_.admin.listen.ip, conf_.admin.listen.port);
-  }
-  return common::Status::ok();
-}
-
-common::Status Gateway::add_listeners(server::Worker& w, server::ConnLimits& limits) {
-  size_t count = conf_.node_listen.size() + (admin_service_ ? 1 : 0);
-  for (size_t li = 0; li < count; ++li) {
-    bool is_admin = li == conf_.node_listen.size();
-    const config::ListenAddr& l = is_admin ? conf_.admin.listen : conf_.node_listen[li];
-    const char* what = is_admin ? "deployment.admin.admin_listen" : "apisix.node_listen";
-    io::SockAddr addr;
-    if (!io::make_sockaddr(l.ip, l.port, &addr)) {
-      return common::Status::error(fmt::format("{}: bad address {}", what, l.ip));
-    }
-    auto fd = io::listen_reuseport(addr);
-    if (!fd) {
-      return common::Status::error(fmt::format("{}: {}", what, fd.status().message()));
-    }
-    w.add_listener(*fd, limits.listeners[li].get(),
-                   is_admin ? server::ListenerKind::kAdmin : server::ListenerKind::kProxy);
   }
   return common::Status::ok();
 }
@@ -367,6 +355,10 @@ void Gateway::on_signal(int signo) {
     on_sighup();
     return;
   }
+  if (signo == SIGUSR2) {
+    hand_over();
+    return;
+  }
   SLUICE_LOG(kNotice, "signal {}: shutting down gracefully", signo);
   ctl_.stop();
 }
@@ -410,6 +402,8 @@ void Gateway::rebuild_now() {
 
 void Gateway::on_tick() {
   free_retired();
+  reap_successor();
+  trimmer_.maybe_trim(static_cast<int64_t>(ctl_.now_ms()));
   if (on_etcd()) {
     persist_etcd(false);
   }
@@ -442,6 +436,7 @@ int Gateway::run() {
   sigaddset(&mask, SIGTERM);
   sigaddset(&mask, SIGINT);
   sigaddset(&mask, SIGHUP);
+  sigaddset(&mask, SIGUSR2);
   // Blocked before any thread starts, so every thread inherits the mask and only the
   // signalfd below sees these signals.
   pthread_sigmask(SIG_BLOCK, &mask, nullptr);
@@ -481,7 +476,11 @@ int Gateway::run() {
       return 1;
     }
   }
-  start_metrics_export();
+  st = start_metrics_export();
+  if (!st) {
+    SLUICE_LOG(kEmerg, "{}", st.message());
+    return 1;
+  }
   for (auto& w : workers_) {
     threads_.emplace_back([wp = w.get()] { wp->run(); });
   }

@@ -5,6 +5,8 @@
 // loop: the signalfd, a 200 ms tick (file poll, DNS refresh, TTL expiry) and the Admin API
 // requests the workers post to it.
 
+#include <sys/types.h>
+
 #include <map>
 #include <memory>
 #include <optional>
@@ -23,6 +25,7 @@
 #include "io/event_loop.h"
 #include "plugin/info.h"
 #include "runtime/admin_service.h"
+#include "runtime/memory_trim.h"
 #include "runtime/metrics_export.h"
 #include "server/worker.h"
 #include "store/config_index.h"
@@ -35,7 +38,8 @@ namespace sluice::runtime {
 // Thread: control
 class Gateway {
  public:
-  explicit Gateway(std::string config_path);
+  // `argv`: the command line this process started with, for a binary upgrade (SIGUSR2).
+  explicit Gateway(std::string config_path, std::vector<std::string> argv = {});
   ~Gateway();
   // Runs until SIGTERM/SIGINT; returns the process exit code.
   int run();
@@ -54,12 +58,24 @@ class Gateway {
   // PUT /apisix/admin/plugins/reload: re-reads them from config.yaml and republishes.
   common::Status reload_plugins();
   void rebuild_now();
-  void start_metrics_export();
+  // Fails when its port is held by another process; other failures are logged only.
+  common::Status start_metrics_export();
   std::string render_metrics() const;
   common::Status check_admin_safety() const;
   common::Status open_store();
   common::Status start_workers();
-  common::Status add_listeners(server::Worker& w, server::ConnLimits& limits);
+  // gateway_listen.cc: the listening sockets, inherited at an upgrade or bound here after
+  // checking that no other process holds the port.
+  common::Status prepare_listeners();
+  common::Status add_listeners(server::Worker& w, server::ConnLimits& limits, int index, int n);
+  // SIGUSR2: starts this binary again with the listening sockets and the store lock inherited.
+  void hand_over();
+  // While a successor runs, this process takes no Admin API writes: the successor read the
+  // store when it started and would never see them (etcd: the watch would, yet one writer
+  // during the overlap keeps the answers simple). A 503 sends the client to retry.
+  server::AdminResponse handing_over_answer() const;
+  // A successor that exited (it failed to start) is reaped and logged; writes resume.
+  void reap_successor();
   // Re-reads apisix.yaml; on success publishes a new snapshot, else logs and keeps the old.
   bool reload_routes(bool at_start);
   bool routes_file_changed();
@@ -96,6 +112,12 @@ class Gateway {
 
   std::string config_path_;
   std::string config_dir_;
+  std::vector<std::string> argv_;
+  // By listener index (node_listen..., then the admin listener): sockets inherited at start.
+  std::vector<std::vector<int>> inherited_;
+  std::vector<int> listen_fds_;    // every listening socket the workers hold, for hand_over()
+  int inherited_metrics_fd_ = -1;  // the export server's socket, when inherited
+  pid_t successor_pid_ = 0;        // the process SIGUSR2 started, until it exits
   config::GatewayConfig conf_;
   upstream::DnsCache dns_{30};
   io::EventLoop ctl_;
@@ -118,8 +140,9 @@ class Gateway {
   std::vector<std::unique_ptr<server::Worker>> workers_;
   // The prometheus plugin's cells, one per worker (read by the export server).
   std::unique_ptr<MetricsExport> metrics_export_;
-  plugin::Shared plugin_shared_;              // plugin state that outlives snapshots
-  health::Registry health_;                   // upstream health that outlives snapshots
+  MemoryTrimmer trimmer_;         // returns what a burst freed (glibc keeps it in worker arenas)
+  plugin::Shared plugin_shared_;  // plugin state that outlives snapshots
+  health::Registry health_;       // upstream health that outlives snapshots
   std::unique_ptr<health::Checker> checker_;  // the active checks' thread
   std::vector<std::thread> threads_;
   uint64_t version_ = 0;

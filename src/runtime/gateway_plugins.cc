@@ -7,6 +7,9 @@
 #include <unistd.h>
 
 #include <array>
+#include <cerrno>
+#include <cstring>
+#include <utility>
 
 #include "common/log.h"
 #include "config/plugin_chains.h"
@@ -138,20 +141,26 @@ std::string Gateway::render_metrics() const {
 
 // Started when the prometheus plugin is enabled; a port already taken is logged, not fatal:
 // the gateway serves traffic without its metrics rather than not at all.
-void Gateway::start_metrics_export() {
+common::Status Gateway::start_metrics_export() {
   const config::PrometheusExport& pe = conf_.prometheus;
   if (!pe.enabled || config::find_plugin("prometheus") == nullptr) {
-    return;
+    return common::Status::ok();
   }
   metrics_export_ =
       std::make_unique<MetricsExport>(ctl_, pe.uri, [this] { return render_metrics(); });
-  common::Status st = metrics_export_->listen(pe.addr.ip, pe.addr.port);
-  if (!st) {
-    SLUICE_LOG(kError, "{}; metrics are not exported", st.message());
+  if (inherited_metrics_fd_ >= 0) {
+    metrics_export_->adopt(std::exchange(inherited_metrics_fd_, -1));
+  } else if (common::Status st = metrics_export_->listen(pe.addr.ip, pe.addr.port); !st) {
     metrics_export_.reset();
-    return;
+    // prepare_listeners() found the port free: another process took it since.
+    if (st.message().find(strerror(EADDRINUSE)) != std::string::npos) {
+      return st;
+    }
+    SLUICE_LOG(kError, "{}; metrics are not exported", st.message());
+    return common::Status::ok();
   }
   SLUICE_LOG(kNotice, "prometheus metrics on http://{}:{}{}", pe.addr.ip, pe.addr.port, pe.uri);
+  return common::Status::ok();
 }
 
 }  // namespace sluice::runtime

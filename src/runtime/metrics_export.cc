@@ -148,6 +148,11 @@ common::Status MetricsExport::listen(const std::string& ip, uint16_t port) {
   return common::Status::ok();
 }
 
+void MetricsExport::adopt(int fd) {
+  fd_ = fd;
+  loop_.add(fd_, this, EPOLLIN | EPOLLET);
+}
+
 void MetricsExport::on_io(uint32_t) { accept_all(); }
 
 void MetricsExport::accept_all() {

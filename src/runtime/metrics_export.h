@@ -22,6 +22,9 @@ class MetricsExport final : public io::IoHandler {
 
   // Binds without SO_REUSEPORT: a second process on the same port is an error, not a share.
   common::Status listen(const std::string& ip, uint16_t port);
+  // Serves on an already listening socket (inherited at a binary upgrade).
+  void adopt(int fd);
+  int fd() const { return fd_; }
   void on_io(uint32_t events) override;
 
  private:

@@ -11,14 +11,14 @@
 #include <filesystem>
 #include <utility>
 
+#include "common/inherited_fds.h"
+
 namespace sluice::store {
 
 using common::Status;
 using common::StatusOr;
 
 namespace {
-
-constexpr const char* kLockFile = "sluice.db.lock";
 
 std::string errno_text() { return std::strerror(errno); }
 
@@ -56,6 +56,24 @@ Status ensure_dir(const std::string& dir) {
   return Status::ok();
 }
 
+// At a binary upgrade the old Sluice hands on its lock descriptor: the lock belongs to that
+// open file description, so the new process holds it too and takes over when the old exits.
+void adopt_inherited_lock(int* lock_fd) {
+  struct stat mine;
+  if (::fstat(*lock_fd, &mine) != 0) {
+    return;
+  }
+  for (int fd : common::inherited_fds()) {
+    struct stat theirs;
+    if (::fstat(fd, &theirs) == 0 && theirs.st_dev == mine.st_dev && theirs.st_ino == mine.st_ino) {
+      common::take_inherited_fd(fd);
+      ::close(*lock_fd);
+      *lock_fd = fd;
+      return;
+    }
+  }
+}
+
 }  // namespace
 
 StatusOr<DataDir> DataDir::open(const std::string& dir) {
@@ -71,6 +89,7 @@ StatusOr<DataDir> DataDir::open(const std::string& dir) {
   if (result.lock_fd_ < 0) {
     return Status::error(fmt::format("cannot open lock file {}: {}", lock_path, errno_text()));
   }
+  adopt_inherited_lock(&result.lock_fd_);
   int rc;
   do {
     rc = ::flock(result.lock_fd_, LOCK_EX | LOCK_NB);

@@ -15,6 +15,8 @@ namespace sluice::store {
 // Thread: control (one owner)
 class DataDir {
  public:
+  static constexpr const char* kLockFile = "sluice.db.lock";  // inside the directory
+
   // Creates `dir` (one level, mode 0700) when missing and takes the lock.
   static common::StatusOr<DataDir> open(const std::string& dir);
 

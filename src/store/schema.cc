@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+#include <sys/stat.h>
 
 #include <optional>
 #include <vector>
@@ -157,6 +158,10 @@ Status create_schema(SqliteDb& db, const std::string& path) {
 }  // namespace
 
 StatusOr<SqliteDb> open_sluice_db(const std::string& path) {
+  // SQLite reads a zero-length file as a new, empty database: taken as one, a truncated store
+  // would start silently serving no routes. A missing file is the only way to ask for a new one.
+  struct stat st;
+  const bool zero_length = ::stat(path.c_str(), &st) == 0 && st.st_size == 0;
   auto db = SqliteDb::open(path);
   if (!db) {
     return db.status();
@@ -166,6 +171,13 @@ StatusOr<SqliteDb> open_sluice_db(const std::string& path) {
   auto fresh = check_identity(*db, path);
   if (!fresh) {
     return fresh.status();
+  }
+  // A zero-length file whose WAL still holds the store reads as Sluice's and opens normally.
+  if (*fresh && zero_length) {
+    return Status::error(fmt::format(
+        "{} is empty (0 bytes): a truncated database, not a Sluice store; restore it from a "
+        "backup, or remove it to start with an empty store",
+        path));
   }
   if (!*fresh) {
     if (Status s = check_intact(*db, path); !s) {

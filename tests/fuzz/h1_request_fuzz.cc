@@ -4,8 +4,10 @@
 // head's views lie inside the consumed bytes (path may be the static "/"), which end in
 // CRLFCRLF; parsing exactly those bytes gives the same head and one byte fewer is incomplete;
 // any prefix is incomplete or gives the whole input's result; uri is the normalised path;
-// errors carry one of the documented statuses; and a head accepted under tight limits is
-// accepted the same way under the defaults.
+// errors carry one of the documented statuses; a head accepted under tight limits is accepted
+// the same way under the defaults; methods use nginx's alphabet (A-Z, `_`, `-`); and
+// underscores_in_headers only decides whether `_` fields stay in the head, never whether the
+// head is accepted.
 
 #include <cstddef>
 #include <cstdint>
@@ -41,6 +43,9 @@ void check_head(const h1::ParseResult& r, const http::RequestHead& h, const char
   FUZZ_CHECK(n >= 4 && std::string_view(base + n - 4, 4) == "\r\n\r\n");
   FUZZ_CHECK(!h.method_text.empty() && inside(h.method_text, base, n));
   FUZZ_CHECK(h.method == http::parse_method(h.method_text));
+  for (char c : h.method_text) {
+    FUZZ_CHECK((c >= 'A' && c <= 'Z') || c == '_' || c == '-');
+  }
   FUZZ_CHECK(!h.target.empty() && inside(h.target, base, n) && clean(h.target));
   FUZZ_CHECK(h.target.size() <= limits.max_request_line);
   FUZZ_CHECK(inside(h.path, base, n) || (h.path == "/" && !h.authority.empty()));
@@ -67,6 +72,7 @@ void check_head(const h1::ParseResult& r, const http::RequestHead& h, const char
     FUZZ_CHECK(!f.name.empty() && inside(f.name, base, n) && inside(f.value, base, n));
     FUZZ_CHECK(clean(f.name) && clean(f.value));
     FUZZ_CHECK(f.name.find_first_of(" \t:") == std::string_view::npos);
+    FUZZ_CHECK(limits.underscores_in_headers || f.name.find('_') == std::string_view::npos);
     FUZZ_CHECK(f.value.empty() || (f.value.front() != ' ' && f.value.front() != '\t' &&
                                    f.value.back() != ' ' && f.value.back() != '\t'));
   }
@@ -156,6 +162,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string_view in(reinterpret_cast<const char*>(data), size);
   const h1::Limits defaults;
   const std::string loose = check_prefixes(in, defaults);
+
+  h1::Limits underscores;
+  underscores.underscores_in_headers = true;
+  const std::string kept = check_prefixes(in, underscores);
+  FUZZ_CHECK(kept.starts_with("complete") == loose.starts_with("complete"));
+  if (!loose.starts_with("complete")) {
+    FUZZ_CHECK(kept == loose);
+  }
 
   h1::Limits tight;
   tight.max_request_line = 64;

@@ -102,7 +102,8 @@ SCENARIO2_PLUGINS = """\
 """
 
 
-def start_sluice(binary, up_port, d, name="sluice", plugins="", io_uring="auto", cpus=None):
+def start_sluice(binary, up_port, d, name="sluice", plugins="", io_uring="auto", cpus=None,
+                 env=None):
     sd = os.path.join(d, name.replace(" ", "_"))
     os.makedirs(sd)
     port = free_port()
@@ -112,7 +113,19 @@ def start_sluice(binary, up_port, d, name="sluice", plugins="", io_uring="auto",
     with open(os.path.join(sd, "apisix.yaml"), "w") as f:
         f.write(SLUICE_ROUTES.format(up_port=up_port, plugins=plugins))
     return Server(name, [binary, "run", "-c", os.path.join(sd, "config.yaml")], port,
-                  os.path.join(d, name + ".log"), cwd=sd, cpus=cpus)
+                  os.path.join(d, name.replace(" ", "_") + ".log"), cwd=sd, cpus=cpus, env=env)
+
+
+def parse_variant(text):
+    """NAME=BINARY[,VAR=VALUE...]: another Sluice for scenario 1, e.g. an allocator candidate:
+    "jemalloc=build/sluice,LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2"."""
+    name, _, rest = text.partition("=")
+    parts = rest.split(",")
+    env = dict(os.environ)
+    for kv in parts[1:]:
+        k, _, v = kv.partition("=")
+        env[k] = v
+    return name, os.path.abspath(parts[0]), env
 
 
 def run_wrk(port, duration, threads, conns, cpus=None):
@@ -175,6 +188,9 @@ def main():
                     help="leave out Sluice with limit-count + prometheus (scenario 2)")
     ap.add_argument("--plain-syscalls", action="store_true",
                     help="also run scenario 1 with sluice.io_uring: off, in the same run")
+    ap.add_argument("--variant", action="append", default=[], metavar="NAME=BINARY[,VAR=VAL]",
+                    help="also run scenario 1 on this binary and environment, in the same run "
+                         "(repeatable; e.g. an allocator through LD_PRELOAD)")
     ap.add_argument("--no-pin", action="store_true",
                     help="leave CPU placement to the scheduler (default: the kit's pin plan)")
     ap.add_argument("--json", action="store_true", help="also print the results as JSON")
@@ -197,9 +213,15 @@ def main():
                                up_cpus)
         servers.append(upstream)
         sluice = plugged = plain = None
+        variants = []
         if not args.no_sluice:
             sluice = start_sluice(args.sluice, up_port, d, cpus=gw_cpus)
             servers.append(sluice)
+            for v in args.variant:
+                name, binary, env = parse_variant(v)
+                variants.append(start_sluice(binary, up_port, d, "sluice " + name, cpus=gw_cpus,
+                                             env=env))
+                servers.append(variants[-1])
             if args.plain_syscalls:
                 plain = start_sluice(args.sluice, up_port, d, "sluice (io_uring off)",
                                      io_uring="off", cpus=gw_cpus)
@@ -215,7 +237,7 @@ def main():
         servers.append(nginx)
         upstream.name = "upstream (direct)"
 
-        targets = [t for t in (upstream, sluice, plain, plugged, nginx) if t is not None]
+        targets = [t for t in [upstream, sluice, *variants, plain, plugged, nginx] if t is not None]
         results = {t.name: [] for t in targets}
         for i in range(args.runs):
             for target in targets:

@@ -9,11 +9,16 @@
 
 namespace sluice::h1 {
 
-// Bounds on a head, so a peer cannot make us buffer without end.
+// Bounds on a head, so a peer cannot make us buffer without end, and what a request head may
+// carry on.
 struct Limits {
   size_t max_request_line = 8000;          // request-line longer than this -> 414
   size_t max_header_bytes = 32768;         // whole head (request line + headers) beyond -> 431
   size_t max_headers = http::kMaxHeaders;  // more header fields -> 431 (never above kMaxHeaders)
+  // nginx's underscores_in_headers: when false, request fields whose name holds `_` are dropped
+  // from the parsed head (not an error). CGI-style upstreams read `_` and `-` as one, so a
+  // `Transfer_Encoding` line could otherwise reach them as framing we never checked.
+  bool underscores_in_headers = false;
 };
 
 enum class ParseStatus { kComplete, kIncomplete, kError };
@@ -30,7 +35,8 @@ struct ParseResult {
 // kIncomplete. Returns kError (414/431) as soon as the partial data already exceeds a limit.
 // Every prefix of an input yields kIncomplete or the input's own result. On kComplete the
 // string_views in `out` point into `buf` (path may point to a static "/" for absolute-form).
-// Leading empty lines (CRLF) are skipped and counted in `consumed`.
+// Leading empty lines (CRLF) are skipped and counted in `consumed`. The method is
+// 1*( %x41-5A / "_" / "-" ) as nginx accepts it: `get` is a 400, never forwarded.
 ParseResult parse_request(std::string_view buf, const Limits& limits, http::RequestHead* out);
 
 // Parses a response head. `request_method` decides HEAD / CONNECT semantics. Body framing per

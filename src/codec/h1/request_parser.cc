@@ -32,6 +32,10 @@ bool is_target_char(char ch) {
   return c > 0x20 && c != 0x7f;
 }
 
+// nginx's method alphabet. RFC 9110 9.1 makes methods case-sensitive, so `get` is not GET;
+// nginx (and so APISIX) answers it 400, and forwarding it only moves the error upstream.
+bool is_method_char(char c) { return (c >= 'A' && c <= 'Z') || c == '_' || c == '-'; }
+
 bool all_digits(std::string_view v) {
   return !v.empty() && std::all_of(v.begin(), v.end(), is_digit);
 }
@@ -129,7 +133,7 @@ ParseResult parse_target(http::RequestHead* out) {
 // method SP request-target SP HTTP-version; `line` has no CRLF and no control byte but HTAB.
 ParseResult parse_request_line(std::string_view line, http::RequestHead* out) {
   size_t m = 0;
-  while (m < line.size() && is_tchar(line[m])) {
+  while (m < line.size() && is_method_char(line[m])) {
     ++m;
   }
   if (m == 0 || m == line.size() || line[m] != ' ') {
@@ -154,6 +158,17 @@ ParseResult parse_request_line(std::string_view line, http::RequestHead* out) {
     return v;
   }
   return parse_target(out);
+}
+
+// underscores_in_headers off, as nginx: fields named with `_` are left out of the head.
+void drop_underscored_fields(http::RequestHead* out) {
+  size_t kept = 0;
+  for (size_t i = 0; i < out->num_headers; ++i) {
+    if (out->headers[i].name.find('_') == std::string_view::npos) {
+      out->headers[kept++] = out->headers[i];
+    }
+  }
+  out->num_headers = kept;
 }
 
 ParseResult finish_request(const FieldSummary& s, http::RequestHead* out) {
@@ -215,6 +230,9 @@ ParseResult parse_request_head(std::string_view view, const Limits& limits,
   size_t consumed = static_cast<size_t>(fields - begin) + r.consumed;
   if (r = finish_request(s, out); r.status != ParseStatus::kComplete) {
     return r;
+  }
+  if (!limits.underscores_in_headers) {
+    drop_underscored_fields(out);
   }
   return parse_complete(consumed);
 }

@@ -515,3 +515,23 @@ nginx_config:
 
 }  // namespace
 }  // namespace sluice::config
+
+namespace sluice::config {
+namespace {
+
+TEST(GatewayConfig, UnderscoresInHeaders) {
+  EXPECT_FALSE(parse_ok("").underscores_in_headers);  // nginx's default, not APISIX's "on"
+  GatewayConfig on = parse_ok("nginx_config: {http: {underscores_in_headers: \"on\"}}");
+  EXPECT_TRUE(on.underscores_in_headers);
+  EXPECT_TRUE(on.warnings.empty());
+  EXPECT_FALSE(
+      parse_ok("nginx_config: {http: {underscores_in_headers: false}}").underscores_in_headers);
+  auto bad = parse_gateway_config("nginx_config: {http: {underscores_in_headers: 1}}", "/x");
+  ASSERT_FALSE(bad.is_ok());
+  EXPECT_EQ(bad.status().message(),
+            "config.yaml: nginx_config.http.underscores_in_headers: expected on, off, true or "
+            "false, got 1");
+}
+
+}  // namespace
+}  // namespace sluice::config

@@ -114,6 +114,9 @@ std::string substitute(std::string text, const std::string& db) {
 
 TEST(OpenEmbedded, RefusesFilesThatAreNotSluiceDatabases) {
   const RefusalCase cases[] = {
+      {"zero-length file (truncated)", [](const TempDir& d) { write_file(d.db(), ""); },
+       "{db} is empty (0 bytes): a truncated database, not a Sluice store; restore it from a "
+       "backup, or remove it to start with an empty store"},
       {"garbage", [](const TempDir& d) { write_file(d.db(), random_bytes(8192)); },
        "{db} is not a SQLite database (file is not a database)"},
       {"foreign application_id",

@@ -122,6 +122,11 @@ const Rejected kRejected[] = {
     {"method_paren", "GE(T / HTTP/1.1\r\nHost: a\r\n\r\n", 400, "invalid method"},
     {"method_empty", " / HTTP/1.1\r\nHost: a\r\n\r\n", 400, "invalid method"},
     {"method_tab", "GET\t/ HTTP/1.1\r\nHost: a\r\n\r\n", 400, "invalid method"},
+    // Methods are case-sensitive (RFC 9110 9.1) and nginx takes only A-Z, `_` and `-`.
+    {"method_lower_case", "get / HTTP/1.1\r\nHost: a\r\n\r\n", 400, "invalid method"},
+    {"method_mixed_case", "Get / HTTP/1.1\r\nHost: a\r\n\r\n", 400, "invalid method"},
+    {"method_digit", "GET2 / HTTP/1.1\r\nHost: a\r\n\r\n", 400, "invalid method"},
+    {"method_tchar_dot", "M.SEARCH / HTTP/1.1\r\nHost: a\r\n\r\n", 400, "invalid method"},
     {"double_space", "GET  / HTTP/1.1\r\nHost: a\r\n\r\n", 400, "invalid request-target"},
     {"target_tab", "GET /a\tb HTTP/1.1\r\nHost: a\r\n\r\n", 400, "invalid request-target"},
     {"target_control", "GET /a\x01 HTTP/1.1\r\nHost: a\r\n\r\n", 400, "control character in head"},

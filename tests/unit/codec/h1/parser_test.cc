@@ -160,9 +160,17 @@ const Accepted kAccepted[] = {
      .input = "PROPFIND /d HTTP/1.1\r\nHost: a\r\n\r\n",
      .method = Method::kOther,
      .path = "/d"},
-    {.name = "lower_case_method_is_other",
-     .input = "get / HTTP/1.1\r\nHost: a\r\n\r\n",
+    {.name = "dashed_method",
+     .input = "M-SEARCH / HTTP/1.1\r\nHost: a\r\n\r\n",
      .method = Method::kOther},
+    {.name = "underscored_method",
+     .input = "BASELINE_CONTROL / HTTP/1.1\r\nHost: a\r\n\r\n",
+     .method = Method::kOther},
+    // underscores_in_headers off: the `_` fields vanish from the head, the request stands.
+    {.name = "underscored_fields_dropped",
+     .input = "GET / HTTP/1.1\r\nX_A: 1\r\nHost: a\r\nTransfer_Encoding: chunked\r\n"
+              "Content_Length: 5\r\n\r\n",
+     .num_headers = 1},
     {.name = "host_ipv6_port",
      .input = "DELETE /r HTTP/1.1\r\nHost: [::1]:8080\r\n\r\n",
      .method = Method::kDelete,
@@ -269,6 +277,30 @@ TEST(RequestParserTest, TrimsValuesAndKeepsHeaderOrder) {
   EXPECT_EQ(h.headers[2].value, "");
   ASSERT_NE(h.find("x-a"), nullptr);
   EXPECT_EQ(h.find("x-a")->value, "v a");
+}
+
+TEST(RequestParserTest, UnderscoredFieldsDroppedUnlessAllowed) {
+  const std::string in =
+      "POST / HTTP/1.1\r\nX_Api_Key: k\r\nHost: a\r\nTransfer_Encoding: chunked\r\n"
+      "Content-Length: 2\r\nX-B: b\r\n\r\nhi";
+  http::RequestHead h;
+  ASSERT_EQ(parse_request(in, Limits(), &h).status, ParseStatus::kComplete);
+  ASSERT_EQ(h.num_headers, 3u);
+  EXPECT_EQ(h.headers[0].name, "Host");
+  EXPECT_EQ(h.headers[1].name, "Content-Length");
+  EXPECT_EQ(h.headers[2].name, "X-B");
+  EXPECT_EQ(h.find("x_api_key"), nullptr);
+  EXPECT_EQ(h.body_kind, BodyKind::kLength);
+
+  Limits on;
+  on.underscores_in_headers = true;
+  ASSERT_EQ(parse_request(in, on, &h).status, ParseStatus::kComplete);
+  ASSERT_EQ(h.num_headers, 5u);
+  ASSERT_NE(h.find("x_api_key"), nullptr);
+  EXPECT_EQ(h.find("x_api_key")->value, "k");
+  // Kept, yet never framing: only Transfer-Encoding with a hyphen is.
+  EXPECT_EQ(h.body_kind, BodyKind::kLength);
+  EXPECT_EQ(h.content_length, 2u);
 }
 
 TEST(RequestParserTest, ReusedHeadIsReset) {

@@ -1,0 +1,183 @@
+// The Gateway's listening sockets: refused when another process holds a port, inherited from
+// the previous Sluice at a binary upgrade, and handed on to the next one (SIGUSR2).
+#include <fmt/format.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "common/inherited_fds.h"
+#include "common/log.h"
+#include "config/plugin_registry.h"
+#include "io/socket.h"
+#include "runtime/gateway.h"
+#include "runtime/handover.h"
+#include "store/data_dir.h"
+
+namespace sluice::runtime {
+
+namespace {
+
+constexpr int kParkTimeoutMs = 2000;
+constexpr int kStartWaitMs = 2000;
+
+struct ListenerSpec {
+  const config::ListenAddr* addr;
+  const char* what;  // the config.yaml key, for messages
+  bool admin;
+};
+
+std::vector<ListenerSpec> listener_specs(const config::GatewayConfig& conf, bool admin) {
+  std::vector<ListenerSpec> specs;
+  for (const auto& l : conf.node_listen) {
+    specs.push_back({&l, "apisix.node_listen", false});
+  }
+  if (admin) {
+    specs.push_back({&conf.admin.listen, "deployment.admin.admin_listen", true});
+  }
+  return specs;
+}
+
+}  // namespace
+
+// Every address is checked before any is bound: a refused start never joins a port at all.
+common::Status Gateway::prepare_listeners() {
+  auto specs = listener_specs(conf_, admin_service_ != nullptr);
+  inherited_.assign(specs.size(), {});
+  for (size_t li = 0; li < specs.size(); ++li) {
+    io::SockAddr addr;
+    if (!io::make_sockaddr(specs[li].addr->ip, specs[li].addr->port, &addr)) {
+      return common::Status::error(
+          fmt::format("{}: bad address {}", specs[li].what, specs[li].addr->ip));
+    }
+    inherited_[li] = take_inherited_listeners(addr);
+    if (!inherited_[li].empty()) {
+      SLUICE_LOG(kNotice, "{}:{}: took over {} listening socket(s) from the previous process",
+                 specs[li].addr->ip, specs[li].addr->port, inherited_[li].size());
+      continue;
+    }
+    if (common::Status st = io::ensure_port_free(addr); !st) {
+      return common::Status::error(fmt::format("{}: {}", specs[li].what, st.message()));
+    }
+  }
+  const config::PrometheusExport& pe = conf_.prometheus;
+  io::SockAddr prom;
+  if (pe.enabled && config::find_plugin("prometheus") != nullptr &&
+      io::make_sockaddr(pe.addr.ip, pe.addr.port, &prom)) {
+    std::vector<int> fds = take_inherited_listeners(prom);
+    for (size_t i = 1; i < fds.size(); ++i) {
+      ::close(fds[i]);
+    }
+    if (!fds.empty()) {
+      inherited_metrics_fd_ = fds[0];
+    } else if (common::Status st = io::ensure_port_free(prom); !st) {
+      return common::Status::error(
+          fmt::format("plugin_attr.prometheus.export_addr: {}", st.message()));
+    }
+  }
+  if (size_t n = close_untaken_inherited(); n > 0) {
+    SLUICE_LOG(kWarn,
+               "{} inherited socket(s) match no configured address; closed here (the "
+               "previous process serves them until it exits)",
+               n);
+  }
+  return common::Status::ok();
+}
+
+// Worker `index` of `n` takes the inherited sockets index, index + n, ...; a worker left
+// without one binds its own, which joins the inherited ones' SO_REUSEPORT group.
+common::Status Gateway::add_listeners(server::Worker& w, server::ConnLimits& limits, int index,
+                                      int n) {
+  auto specs = listener_specs(conf_, admin_service_ != nullptr);
+  for (size_t li = 0; li < specs.size(); ++li) {
+    auto kind = specs[li].admin ? server::ListenerKind::kAdmin : server::ListenerKind::kProxy;
+    std::vector<int> fds;
+    for (size_t j = static_cast<size_t>(index); j < inherited_[li].size();
+         j += static_cast<size_t>(n)) {
+      fds.push_back(inherited_[li][j]);
+    }
+    if (fds.empty()) {
+      io::SockAddr addr;
+      io::make_sockaddr(specs[li].addr->ip, specs[li].addr->port, &addr);
+      auto fd = io::listen_reuseport(addr);
+      if (!fd) {
+        return common::Status::error(fmt::format("{}: {}", specs[li].what, fd.status().message()));
+      }
+      fds.push_back(*fd);
+    }
+    for (int fd : fds) {
+      listen_fds_.push_back(fd);
+      w.add_listener(fd, limits.listeners[li].get(), kind);
+    }
+  }
+  return common::Status::ok();
+}
+
+void Gateway::hand_over() {
+  if (workers_.empty()) {
+    SLUICE_LOG(kError, "SIGUSR2: not serving yet; nothing handed over");
+    return;
+  }
+  if (successor_pid_ > 0) {
+    SLUICE_LOG(kError, "SIGUSR2: already handed over to pid {}; stop this process (SIGTERM)",
+               successor_pid_);
+    return;
+  }
+  std::vector<int> fds = listen_fds_;
+  if (metrics_export_ && metrics_export_->fd() >= 0) {
+    fds.push_back(metrics_export_->fd());
+  }
+  // The store's lock goes along: the successor opens the same database while this process
+  // drains, and keeps the lock when this one exits.
+  if (embedded() || on_etcd()) {
+    if (int lock = find_open_fd(conf_.data_dir + "/" + store::DataDir::kLockFile); lock >= 0) {
+      fds.push_back(lock);
+    }
+  }
+  std::vector<io::EventLoop*> loops;
+  for (auto& w : workers_) {
+    loops.push_back(&w->loop());
+  }
+  common::StatusOr<pid_t> pid = common::Status::error("the workers did not pause");
+  {
+    WorkerPark park(loops, kParkTimeoutMs);  // see spawn_successor
+    if (park.parked()) {
+      pid = spawn_successor(argv_, fds, kStartWaitMs);
+    }
+  }
+  if (!pid) {
+    SLUICE_LOG(kError, "SIGUSR2: binary upgrade failed, still serving: {}", pid.status().message());
+    return;
+  }
+  successor_pid_ = *pid;
+  SLUICE_LOG(kNotice,
+             "SIGUSR2: started {} as pid {} with {} inherited descriptor(s); send this process "
+             "(pid {}) SIGTERM once it serves",
+             argv_[0], *pid, fds.size(), getpid());
+}
+
+server::AdminResponse Gateway::handing_over_answer() const {
+  server::AdminResponse r;
+  r.status = 503;
+  r.body = fmt::format(
+      "{{\"error_msg\":\"this gateway is handing over to a new process (pid {}); retry\"}}\n",
+      successor_pid_);
+  r.headers.emplace_back("Retry-After", "1");
+  return r;
+}
+
+void Gateway::reap_successor() {
+  if (successor_pid_ <= 0) {
+    return;
+  }
+  int status = 0;
+  if (waitpid(successor_pid_, &status, WNOHANG) != successor_pid_) {
+    return;
+  }
+  SLUICE_LOG(kError,
+             "the new process (pid {}) exited ({} {}) before this one was stopped: still "
+             "serving, Admin API writes accepted again",
+             successor_pid_, WIFEXITED(status) ? "status" : "signal",
+             WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status));
+  successor_pid_ = 0;
+}
+
+}  // namespace sluice::runtime
