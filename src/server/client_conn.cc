@@ -146,9 +146,14 @@ ClientConn::Step ClientConn::read_head() {
   bool was_empty = in_.empty();
   bool eof = false;
   Step s = read_client(&eof);
-  if (s == Step::kWait && w_.draining() && in_.empty() && !transport_.read_pending()) {
-    close_now();  // the read a drain let finish brought nothing
-    return Step::kProgress;
+  if (s == Step::kWait && in_.empty() && !transport_.read_pending()) {
+    if (w_.draining()) {
+      close_now();  // the read a drain let finish brought nothing
+      return Step::kProgress;
+    }
+    if (in_.capacity() != 0) {
+      w_.give_buffer(&in_);  // a silent connection holds no buffer until its first byte
+    }
   }
   if (s == Step::kProgress && was_empty && !in_.empty()) {
     w_.idle_remove(this);

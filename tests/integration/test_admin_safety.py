@@ -247,7 +247,13 @@ def test_refused_without_credentials(sweep, rid, method, path, body_kind, kinds,
     full = path if path.startswith("/apisix/") else "/apisix/admin" + path
     r = _send(port, method, full, _body(body_kind, sweep.cert), cred)
     expected = MISSING if cred == "none" else WRONG
-    assert r.status == 401, "%s %s (%s, %s): %r" % (method, full, where, cred, r)
+    if rid == "pct-dotdot-get":
+        # Escaped dot segments are refused by the request parser before any route or the
+        # Admin API sees the path (docs/routing.md): a 400, earlier than the key check.
+        expected, want = {"error_msg": "400 Bad Request"}, 400
+    else:
+        want = 401
+    assert r.status == want, "%s %s (%s, %s): %r" % (method, full, where, cred, r)
     assert r.json == expected, r
     assert r.body.endswith(b"\n"), r
     # 2. Nothing secret comes back: not the key we sent, not a configured key.

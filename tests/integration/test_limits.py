@@ -158,6 +158,38 @@ def test_slowloris_is_cut_by_the_whole_header_deadline(make_gateway, slow_upstre
 
 
 @pytest.mark.load
+def test_silent_connections_hold_no_read_buffer(make_gateway, slow_upstream):
+    """10,000 connections that never send a byte: each costs about what an idle kept-alive one
+    does (issue: they held a read buffer, 4.2 KiB each, from the accept on)."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard < 12000:
+        pytest.skip("RLIMIT_NOFILE hard limit %d is below the 12,000 this test needs" % hard)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+    n = int(os.environ.get("SLUICE_IDLE_CONNS", "10000"))
+    gw = make_gateway(routes=[route("/*", slow_upstream)], log_level="warn")
+    warm = [Client(gw.port) for _ in range(50)]
+    for c in warm:
+        assert c.get("/fast").status == 200
+    before = vm_rss_kib(gw.pid)
+    conns = []
+    try:
+        for _ in range(n):
+            conns.append(socket.create_connection(("127.0.0.1", gw.port)))
+        time.sleep(0.5)
+        assert get(gw.port, "/fast").status == 200, "the gateway still serves"
+        after = vm_rss_kib(gw.pid)
+        per_conn = (after - before) * 1024 / n
+        print("\n%d silent connections: RSS %d KiB -> %d KiB, %.0f bytes each"
+              % (n, before, after, per_conn))
+        assert per_conn < 2048, "a silent connection costs %.0f bytes" % per_conn
+    finally:
+        for s in conns:
+            s.close()
+        for c in warm:
+            c.close()
+
+
+@pytest.mark.load
 def test_ten_thousand_idle_keepalive_connections(make_gateway, slow_upstream):
     """Holds 10,000 idle keep-alive connections (each served one request first) and reports
     the gateway's RSS per connection: an idle connection holds no buffer or request state."""
