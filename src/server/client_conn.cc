@@ -59,7 +59,8 @@ void ClientConn::on_io(uint32_t events) {
 void ClientConn::on_drain() {
   keep_alive_ = false;
   if (state_ == State::kReadHead && in_.empty() && !transport_.read_pending()) {
-    close_now();  // not a request arriving
+    // One read first: a request already in the socket (a client that sent it just as the
+    // drain began) is served, with Connection: close; a connection with nothing closes.
     drive();
   }
 }
@@ -139,7 +140,7 @@ ClientConn::Step ClientConn::read_head() {
       return Step::kProgress;
     }
   }
-  if (client_eof_ || (w_.draining() && in_.empty() && !transport_.read_pending())) {
+  if (client_eof_) {
     close_now();
     return Step::kProgress;
   }

@@ -116,6 +116,9 @@ void Exchange::plugin_header_filter(int status, const http::ResponseHead* upstre
   pctx_.upstream_resp = upstream_head;
   plugin::run_response(chains_, pctx_, plugin::Phase::kHeaderFilter);
   pctx_.upstream_resp = nullptr;
+  if (pctx_.resp.status != 0) {
+    pctx_.status = pctx_.resp.status;  // the log phase records what the client got
+  }
 }
 
 void Exchange::end_plugins() {

@@ -102,6 +102,17 @@ SCENARIO2_PLUGINS = """\
 """
 
 
+# Issue 19's check: a route whose proxy-rewrite rewrites the uri and sets one header.
+PROXY_REWRITE_PLUGINS = """\
+    plugins:
+      proxy-rewrite:
+        uri: /hello
+        headers:
+          set:
+            X-Api-Version: v1
+"""
+
+
 def start_sluice(binary, up_port, d, name="sluice", plugins="", io_uring="auto", cpus=None,
                  env=None):
     sd = os.path.join(d, name.replace(" ", "_"))
@@ -188,6 +199,8 @@ def main():
                     help="leave out Sluice with limit-count + prometheus (scenario 2)")
     ap.add_argument("--plain-syscalls", action="store_true",
                     help="also run scenario 1 with sluice.io_uring: off, in the same run")
+    ap.add_argument("--proxy-rewrite", action="store_true",
+                    help="also run Sluice with proxy-rewrite (uri + one header set) on /hello")
     ap.add_argument("--variant", action="append", default=[], metavar="NAME=BINARY[,VAR=VAL]",
                     help="also run scenario 1 on this binary and environment, in the same run "
                          "(repeatable; e.g. an allocator through LD_PRELOAD)")
@@ -212,7 +225,7 @@ def main():
         upstream = start_nginx("upstream", NGINX_UPSTREAM.format(dir=d, port=up_port), up_port, d,
                                up_cpus)
         servers.append(upstream)
-        sluice = plugged = plain = None
+        sluice = plugged = plain = rewrite = None
         variants = []
         if not args.no_sluice:
             sluice = start_sluice(args.sluice, up_port, d, cpus=gw_cpus)
@@ -230,6 +243,10 @@ def main():
                 plugged = start_sluice(args.sluice, up_port, d, "sluice+plugins",
                                        SCENARIO2_PLUGINS, cpus=gw_cpus)
                 servers.append(plugged)
+            if args.proxy_rewrite:
+                rewrite = start_sluice(args.sluice, up_port, d, "sluice+proxy-rewrite",
+                                       PROXY_REWRITE_PLUGINS, cpus=gw_cpus)
+                servers.append(rewrite)
         px_port = free_port()
         nginx = start_nginx("nginx", NGINX_PROXY.format(dir=d, port=px_port, up_port=up_port,
                                                               workers=1),
@@ -237,7 +254,8 @@ def main():
         servers.append(nginx)
         upstream.name = "upstream (direct)"
 
-        targets = [t for t in [upstream, sluice, *variants, plain, plugged, nginx] if t is not None]
+        targets = [t for t in [upstream, sluice, *variants, plain, plugged, rewrite, nginx]
+                   if t is not None]
         results = {t.name: [] for t in targets}
         for i in range(args.runs):
             for target in targets:
@@ -267,6 +285,9 @@ def main():
             print()
             print("scenario 2 (limit-count + prometheus) / scenario 1 CPU per request: %.3f" % (
                 med(plugged.name, "cpu_us") / med(sluice.name, "cpu_us")))
+        if rewrite is not None:
+            print("proxy-rewrite (uri + one header) / scenario 1 CPU per request: %.3f" % (
+                med(rewrite.name, "cpu_us") / med(sluice.name, "cpu_us")))
         if plain is not None:
             print("io_uring batches / plain system calls, CPU per request: %.3f" % (
                 med(sluice.name, "cpu_us") / med(plain.name, "cpu_us")))

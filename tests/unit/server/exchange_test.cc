@@ -266,7 +266,7 @@ class TestPlugin final : public plugin::Plugin {
   uint32_t phases() const override {
     return plugin::phase_bit(plugin::Phase::kAccess) |
            plugin::phase_bit(plugin::Phase::kHeaderFilter) |
-           plugin::phase_bit(plugin::Phase::kBodyFilter);
+           plugin::phase_bit(plugin::Phase::kBodyFilter) | plugin::phase_bit(plugin::Phase::kLog);
   }
   plugin::Action access(plugin::Context& ctx) const override {
     if (mode_ == Mode::kSuspend) {
@@ -295,7 +295,7 @@ class TestPlugin final : public plugin::Plugin {
     if (mode_ == Mode::kRewrite) {
       ctx.resp.status = 201;
       ctx.resp.headers.set("X-Via", "test");
-      ctx.resp.content_length = 7;
+      ctx.resp.content_length = 8;
     }
   }
   void body_filter(plugin::Context&, plugin::BodyPiece& piece) const override {
@@ -303,7 +303,9 @@ class TestPlugin final : public plugin::Plugin {
       piece.eof() ? piece.replace("new body") : piece.drop();
     }
   }
+  void log(plugin::Context& ctx) const override { logged_status = ctx.status; }
   mutable uint64_t token = 0;
+  mutable int logged_status = 0;
   mutable std::string seen_body, seen_path;
 
  private:
@@ -592,7 +594,8 @@ TEST_F(ExchangeTest, ASuspendedRequestWaitsThenResumesWhereItStopped) {
 }
 
 TEST_F(ExchangeTest, PluginsEditTheUpstreamRequestAndTheResponse) {
-  serve(1, 0, std::make_shared<TestPlugin>(TestPlugin::Mode::kRewrite));
+  auto plugin = std::make_shared<TestPlugin>(TestPlugin::Mode::kRewrite);
+  serve(1, 0, plugin);
   up_->tries.push_back({.fields = {{"X-Via", "upstream"}}, .body = {"old", "body"}});
   begin("GET /hello HTTP/1.1\r\nHost: a\r\nX-Added: 0\r\n\r\n");
   EXPECT_EQ(run(), Exchange::Step::kDone);
@@ -602,8 +605,9 @@ TEST_F(ExchangeTest, PluginsEditTheUpstreamRequestAndTheResponse) {
   EXPECT_NE(h.find("X-Added: 1\r\n"), std::string::npos) << h;
   EXPECT_EQ(down_.status, 201);
   EXPECT_EQ(down_.field("X-Via"), "test");
-  EXPECT_EQ(down_.content_length, 7);
+  EXPECT_EQ(down_.content_length, 8);
   EXPECT_EQ(down_.body, "new body");
+  EXPECT_EQ(plugin->logged_status, 201) << "the log phase records the status the client got";
 }
 
 TEST_F(ExchangeTest, APluginThatNeedsTheBodyGetsItWholeAndTheUpstreamItsLength) {
