@@ -13,6 +13,7 @@
 #include "config/env_subst.h"
 #include "config/etcd_values.h"
 #include "config/field_decoder.h"
+#include "config/gateway_keys.h"
 #include "config/gateway_values.h"
 #include "config/yaml_json.h"
 #include "router/ip.h"
@@ -33,111 +34,6 @@ Status error_at(const std::string& path, const std::string& message) {
 
 std::string join(const std::string& path, const std::string& key) {
   return path.empty() ? key : path + "." + key;
-}
-
-StatusOr<bool> boolean(const Json& v) {
-  if (!v.is_boolean()) {
-    return Status::error("expected true or false, got " + json_type_name(v));
-  }
-  return v.get<bool>();
-}
-
-// nginx's on/off, or a YAML boolean.
-StatusOr<bool> on_off(const Json& v) {
-  if (v.is_boolean()) {
-    return v.get<bool>();
-  }
-  if (v.is_string() &&
-      (v.get_ref<const std::string&>() == "on" || v.get_ref<const std::string&>() == "off")) {
-    return v.get_ref<const std::string&>() == "on";
-  }
-  return Status::error("expected on, off, true or false, got " + json_text(v));
-}
-
-// sluice.io_uring: auto (or on, true) batches socket calls through io_uring where the kernel
-// allows it; off (or false) keeps plain system calls.
-StatusOr<bool> io_uring_mode(const Json& v) {
-  if (v.is_boolean()) {
-    return v.get<bool>();
-  }
-  if (v.is_string()) {
-    const std::string& s = v.get_ref<const std::string&>();
-    if (s == "auto" || s == "on" || s == "off") {
-      return s != "off";
-    }
-  }
-  return Status::error("expected auto or off, got " + json_text(v));
-}
-
-StatusOr<double> seconds(const Json& v) {
-  if (v.is_number() && v.get<double>() >= 0) {
-    return v.get<double>();
-  }
-  return parse_duration(v);
-}
-
-// A file path as written; parse_gateway_config resolves relative ones.
-StatusOr<std::string> file_path(const Json& v) { return as_string(v, 1, 4096); }
-
-StatusOr<int> worker_count(const Json& v) {
-  if (v.is_string() && v.get_ref<const std::string&>() == "auto") {
-    return 0;
-  }
-  auto i = as_integer(v, 1, 4096);
-  if (!i.is_ok()) {
-    return Status::error("expected \"auto\" or an integer 1-4096, got " + json_text(v));
-  }
-  return static_cast<int>(*i);
-}
-
-// A connection cap: 0 (no cap of its own) up to 10 million.
-StatusOr<uint32_t> connection_cap(const Json& v) {
-  auto i = as_integer(v, 0, 10000000);
-  if (!i.is_ok()) {
-    return Status::error("expected an integer 0-10000000, got " + json_text(v));
-  }
-  return static_cast<uint32_t>(*i);
-}
-
-StatusOr<common::LogLevel> log_level(const Json& v) {
-  common::LogLevel level;
-  if (!v.is_string() || !common::parse_log_level(v.get<std::string>(), &level)) {
-    return Status::error(
-        "expected one of debug, info, notice, warn, error, crit, alert, emerg, got " +
-        json_text(v));
-  }
-  return level;
-}
-
-StatusOr<std::string> role_name(const Json& v) {
-  auto r = as_enum(v, {"traditional", "data_plane", "control_plane"});
-  if (!r.is_ok()) {
-    return Status::error("expected one of traditional, data_plane, control_plane, got " +
-                         json_text(v));
-  }
-  return r;
-}
-
-StatusOr<ConfigProvider> provider(const Json& v) {
-  std::string name = v.is_string() ? v.get<std::string>() : "";
-  if (name == "yaml") {
-    return ConfigProvider::kYaml;
-  }
-  if (name == "etcd") {
-    return ConfigProvider::kEtcd;
-  }
-  if (name == "embedded") {
-    return ConfigProvider::kEmbedded;
-  }
-  return Status::error("expected one of yaml, etcd, embedded, got " + json_text(v));
-}
-
-StatusOr<uint16_t> port(const Json& v) {
-  auto p = as_integer(v, 1, 65535);
-  if (!p.is_ok()) {
-    return Status::error("expected an integer 1-65535, got " + json_text(v));
-  }
-  return static_cast<uint16_t>(*p);
 }
 
 // One config.yaml key Sluice reads: its name and what to do with a non-null value.
@@ -222,12 +118,12 @@ class Reader {
         v, path,
         {{"node_listen", [this](auto& x, auto& p) { return node_listen(x, p); }},
          {"enable_server_tokens",
-          [this](auto& x, auto& p) { return assign(p, &cfg.server_tokens, boolean(x)); }},
+          [this](auto& x, auto& p) { return assign(p, &cfg.server_tokens, yaml_bool(x)); }},
          {"dns_resolver_valid",
-          [this](auto& x, auto& p) { return assign(p, &cfg.dns_resolver_valid, seconds(x)); }},
+          [this](auto& x, auto& p) { return assign(p, &cfg.dns_resolver_valid, yaml_seconds(x)); }},
          {"graceful_shutdown_timeout",
           [this](auto& x, auto& p) {
-            return assign(p, &cfg.graceful_shutdown_timeout, seconds(x));
+            return assign(p, &cfg.graceful_shutdown_timeout, yaml_seconds(x));
           }},
          {"max_connections",
           [this](auto& x, auto& p) { return assign(p, &cfg.max_connections, connection_cap(x)); }},
@@ -250,7 +146,7 @@ class Reader {
         {{"worker_processes",
           [this](auto& x, auto& p) { return assign(p, &cfg.worker_processes, worker_count(x)); }},
          {"error_log_level",
-          [this](auto& x, auto& p) { return assign(p, &cfg.error_log_level, log_level(x)); }},
+          [this](auto& x, auto& p) { return assign(p, &cfg.error_log_level, yaml_log_level(x)); }},
          {"http", [this](auto& x, auto& p) { return nginx_http(x, p); }},
          {"event", [this](auto& x, auto& p) {
             return walk(x, p, {{"worker_connections", [this](auto& y, auto& q) {
@@ -274,9 +170,11 @@ class Reader {
          {"real_ip_header",
           [this](auto& x, auto& p) { return assign(p, &cfg.real_ip_header, as_string(x, 1, 64)); }},
          {"underscores_in_headers",
-          [this](auto& x, auto& p) { return assign(p, &cfg.underscores_in_headers, on_off(x)); }},
+          [this](auto& x, auto& p) {
+            return assign(p, &cfg.underscores_in_headers, yaml_on_off(x));
+          }},
          {"real_ip_recursive",
-          [this](auto& x, auto& p) { return assign(p, &cfg.real_ip_recursive, on_off(x)); }},
+          [this](auto& x, auto& p) { return assign(p, &cfg.real_ip_recursive, yaml_on_off(x)); }},
          {"real_ip_from", [this](auto& x, auto& p) { return real_ip_from(x, p); }}});
   }
 
@@ -303,7 +201,7 @@ class Reader {
     auto role_section = [this](std::string role) {
       return [this, role](auto& x, auto& p) {
         return walk(x, p, {{"config_provider", [this, role](auto& y, auto& q) {
-                              return assign(q, &providers_[role], provider(y));
+                              return assign(q, &providers_[role], provider_kind(y));
                             }}});
       };
     };
@@ -358,7 +256,7 @@ class Reader {
         walk(v, path,
              {{"cert", [&t](auto& x, auto& p) { return assign(p, &t.cert, file_path(x)); }},
               {"key", [&t](auto& x, auto& p) { return assign(p, &t.key, file_path(x)); }},
-              {"verify", [&t](auto& x, auto& p) { return assign(p, &t.verify, boolean(x)); }},
+              {"verify", [&t](auto& x, auto& p) { return assign(p, &t.verify, yaml_bool(x)); }},
               {"sni", [&t](auto& x, auto& p) { return assign(p, &t.sni, parse_host_name(x)); }}});
     Status pair = both_or_neither(v, "cert", "key");
     return s.is_ok() && !pair.is_ok() ? error_at(path, pair.message()) : s;
@@ -390,7 +288,7 @@ class Reader {
             return walk(
                 x, p,
                 {{"enable_export_server",
-                  [&](auto& y, auto& q) { return assign(q, &pe.enabled, boolean(y)); }},
+                  [&](auto& y, auto& q) { return assign(q, &pe.enabled, yaml_bool(y)); }},
                  {"export_uri",
                   [&](auto& y, auto& q) { return assign(q, &pe.uri, as_string(y, 1, 256)); }},
                  {"export_addr", [&](auto& y, auto& q) { return listen_addr(y, q, &pe.addr); }},
@@ -415,18 +313,19 @@ class Reader {
   }
 
   Status listen_addr(const Json& v, const std::string& path, ListenAddr* addr) {
-    return walk(v, path,
-                {{"ip", [addr](auto& x, auto& p) { return assign(p, &addr->ip, parse_ip(x)); }},
-                 {"port", [addr](auto& x, auto& p) { return assign(p, &addr->port, port(x)); }}});
+    return walk(
+        v, path,
+        {{"ip", [addr](auto& x, auto& p) { return assign(p, &addr->ip, parse_ip(x)); }},
+         {"port", [addr](auto& x, auto& p) { return assign(p, &addr->port, yaml_port(x)); }}});
   }
 
   Status admin(const Json& v, const std::string& path) {
     AdminConfig& a = cfg.admin;
     return walk(
         v, path,
-        {{"enable_admin", [&a](auto& x, auto& p) { return assign(p, &a.enabled, boolean(x)); }},
+        {{"enable_admin", [&a](auto& x, auto& p) { return assign(p, &a.enabled, yaml_bool(x)); }},
          {"admin_key_required",
-          [&a](auto& x, auto& p) { return assign(p, &a.key_required, boolean(x)); }},
+          [&a](auto& x, auto& p) { return assign(p, &a.key_required, yaml_bool(x)); }},
          {"admin_listen", [this](auto& x, auto& p) { return admin_listen(x, p); }},
          {"admin_key", [this](auto& x, auto& p) { return admin_keys(x, p); }},
          {"allow_admin", [&a](auto& x, auto& p) {
@@ -472,7 +371,7 @@ class Reader {
     cfg.node_listen.clear();
     if (v.is_number()) {
       cfg.node_listen.push_back({});
-      return assign(path, &cfg.node_listen.back().port, port(v));
+      return assign(path, &cfg.node_listen.back().port, yaml_port(v));
     }
     if (!v.is_array() || v.empty()) {
       return error_at(path,
@@ -504,7 +403,7 @@ class Reader {
     cfg.node_listen.push_back({});
     ListenAddr* addr = &cfg.node_listen.back();
     if (!v.is_object()) {
-      return assign(path, &addr->port, port(v));
+      return assign(path, &addr->port, yaml_port(v));
     }
     if (!v.contains("port")) {
       return error_at(path, "expected a port");
@@ -512,12 +411,13 @@ class Reader {
     if (v["port"].is_null()) {
       return error_at(path, "expected a port");
     }
-    return walk(v, path,
-                {{"ip", [addr](auto& x, auto& p) { return assign(p, &addr->ip, parse_ip(x)); }},
-                 {"port", [addr](auto& x, auto& p) { return assign(p, &addr->port, port(x)); }},
-                 {"max_connections", [addr](auto& x, auto& p) {
-                    return assign(p, &addr->max_connections, connection_cap(x));
-                  }}});
+    return walk(
+        v, path,
+        {{"ip", [addr](auto& x, auto& p) { return assign(p, &addr->ip, parse_ip(x)); }},
+         {"port", [addr](auto& x, auto& p) { return assign(p, &addr->port, yaml_port(x)); }},
+         {"max_connections", [addr](auto& x, auto& p) {
+            return assign(p, &addr->max_connections, connection_cap(x));
+          }}});
   }
 
   std::map<std::string, ConfigProvider> providers_;  // role name -> its config_provider

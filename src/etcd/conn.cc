@@ -32,17 +32,6 @@ constexpr size_t kMaxHead = 16384;
 constexpr size_t kMaxBody =
     256u << 20;  // a range of the whole prefix; etcd's own cap is 1.5 MiB/value
 
-std::string ssl_error_text() {
-  unsigned long e = ERR_get_error();
-  if (e == 0) {
-    return "TLS error";
-  }
-  char buf[256];
-  ERR_error_string_n(e, buf, sizeof(buf));
-  ERR_clear_error();
-  return buf;
-}
-
 int remaining_ms(Deadline deadline) {
   auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
   return left.count() <= 0 ? 0 : static_cast<int>(std::min<int64_t>(left.count(), 1 << 30));
@@ -58,6 +47,8 @@ void set_socket_options(int fd) {
   setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &intvl, sizeof(intvl));
   setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &cnt, sizeof(cnt));
 }
+
+}  // namespace
 
 // Waits for `events` on fd or for the cancel descriptor; 0 = ready, else an errno-like reason.
 Status poll_fd(int fd, short events, int cancel_fd, Deadline deadline, const std::string& url) {
@@ -79,140 +70,6 @@ Status poll_fd(int fd, short events, int cancel_fd, Deadline deadline, const std
     return Status::ok();
   }
 }
-
-constexpr int kMaxLookupsInFlight = 8;
-std::atomic<int> g_lookups_in_flight{0};
-
-// A lookup on its own thread; whoever lets go of it last (the caller or the thread) frees it.
-struct Lookup {
-  std::mutex mu;
-  int rc = EAI_SYSTEM;      // guarded by mu
-  int error = 0;            // errno after the lookup, for EAI_SYSTEM; guarded by mu
-  addrinfo* res = nullptr;  // guarded by mu
-  int done_fd = -1;         // an eventfd the thread signals when rc and res are set
-  ~Lookup() {
-    if (res != nullptr) {
-      freeaddrinfo(res);
-    }
-    if (done_fd >= 0) {
-      close(done_fd);
-    }
-  }
-};
-
-}  // namespace
-
-StatusOr<AddrList> resolve_host(const Endpoint& ep, Deadline deadline, int cancel_fd,
-                                const Resolver& resolver) {
-  addrinfo hints{};
-  hints.ai_socktype = SOCK_STREAM;
-  hints.ai_family = AF_UNSPEC;
-  std::string port = std::to_string(ep.port);
-  // errno belongs to the thread that ran the lookup: it is passed along with rc.
-  auto failed = [&](int rc, int error) {
-    return Status::error(
-        fmt::format("{}: cannot resolve {}: {}", ep.url, ep.host,
-                    rc == EAI_SYSTEM ? std::string(strerror(error)) : gai_strerror(rc)));
-  };
-  unsigned char ip[sizeof(in6_addr)];
-  if (inet_pton(AF_INET, ep.host.c_str(), ip) == 1 ||
-      inet_pton(AF_INET6, ep.host.c_str(), ip) == 1) {
-    hints.ai_flags = AI_NUMERICHOST | AI_NUMERICSERV;
-    addrinfo* res = nullptr;
-    int rc = getaddrinfo(ep.host.c_str(), port.c_str(), &hints, &res);
-    if (rc != 0) {
-      return failed(rc, errno);
-    }
-    return AddrList(res, freeaddrinfo);
-  }
-  // A dead DNS server keeps each abandoned lookup for the resolver's own retries (about 30 s
-  // with glibc's defaults); past a bound, new ones are refused rather than piling up threads.
-  if (g_lookups_in_flight.load(std::memory_order_relaxed) >= kMaxLookupsInFlight) {
-    return Status::error(fmt::format("{}: cannot resolve {}: {} earlier lookups have not finished",
-                                     ep.url, ep.host, kMaxLookupsInFlight));
-  }
-  auto lookup = std::make_shared<Lookup>();
-  lookup->done_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-  if (lookup->done_fd < 0) {
-    return Status::error(fmt::format("{}: eventfd: {}", ep.url, strerror(errno)));
-  }
-  try {
-    g_lookups_in_flight.fetch_add(1, std::memory_order_relaxed);
-    std::thread([lookup, host = ep.host, port, hints, resolver] {
-      addrinfo* res = nullptr;
-      errno = 0;
-      int rc = resolver(host.c_str(), port.c_str(), &hints, &res);
-      int error = errno;
-      {
-        std::lock_guard<std::mutex> lock(lookup->mu);
-        lookup->rc = rc;
-        lookup->error = error;
-        lookup->res = rc == 0 ? res : nullptr;
-      }
-      uint64_t one = 1;
-      ssize_t n = write(lookup->done_fd, &one, sizeof(one));
-      (void)n;  // an eventfd write of 1 cannot fail short of overflow
-      g_lookups_in_flight.fetch_sub(1, std::memory_order_relaxed);
-    }).detach();
-  } catch (const std::system_error& e) {
-    g_lookups_in_flight.fetch_sub(1, std::memory_order_relaxed);
-    return Status::error(
-        fmt::format("{}: cannot start a lookup of {}: {}", ep.url, ep.host, e.what()));
-  }
-  Status w = poll_fd(lookup->done_fd, POLLIN, cancel_fd, deadline, ep.url);
-  if (!w) {
-    if (w.message().starts_with("timeout")) {
-      return Status::error(
-          fmt::format("timeout: {}: the lookup of {} did not finish in time", ep.url, ep.host));
-    }
-    return w;
-  }
-  std::lock_guard<std::mutex> lock(lookup->mu);
-  if (lookup->rc != 0) {
-    return failed(lookup->rc, lookup->error);
-  }
-  AddrList out(lookup->res, freeaddrinfo);
-  lookup->res = nullptr;
-  return out;
-}
-
-StatusOr<std::shared_ptr<TlsContext>> TlsContext::create(const config::EtcdTls& tls) {
-  SSL_CTX* ctx = SSL_CTX_new(TLS_client_method());
-  if (ctx == nullptr) {
-    return Status::error("etcd TLS: " + ssl_error_text());
-  }
-  std::shared_ptr<TlsContext> out(new TlsContext(ctx, tls));
-  SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
-  if (tls.verify) {
-    SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, nullptr);
-    int ok = tls.trusted_ca.empty()
-                 ? SSL_CTX_set_default_verify_paths(ctx)
-                 : SSL_CTX_load_verify_locations(ctx, tls.trusted_ca.c_str(), nullptr);
-    if (ok != 1) {
-      return Status::error(fmt::format("etcd TLS: cannot load the trusted CA {}: {}",
-                                       tls.trusted_ca.empty() ? "(system default)" : tls.trusted_ca,
-                                       ssl_error_text()));
-    }
-  } else {
-    SSL_CTX_set_verify(ctx, SSL_VERIFY_NONE, nullptr);
-  }
-  // A key with a passphrase fails to load instead of prompting on the terminal.
-  SSL_CTX_set_default_passwd_cb(ctx, [](char*, int, int, void*) { return 0; });
-  if (!tls.cert.empty()) {
-    if (SSL_CTX_use_certificate_chain_file(ctx, tls.cert.c_str()) != 1) {
-      return Status::error(fmt::format("etcd TLS: cannot load the client certificate {}: {}",
-                                       tls.cert, ssl_error_text()));
-    }
-    if (SSL_CTX_use_PrivateKey_file(ctx, tls.key.c_str(), SSL_FILETYPE_PEM) != 1 ||
-        SSL_CTX_check_private_key(ctx) != 1) {
-      return Status::error(
-          fmt::format("etcd TLS: cannot load the client key {}: {}", tls.key, ssl_error_text()));
-    }
-  }
-  return out;
-}
-
-TlsContext::~TlsContext() { SSL_CTX_free(ctx_); }
 
 StatusOr<std::unique_ptr<Conn>> Conn::open(const Endpoint& ep, const TlsContext* tls,
                                            Deadline deadline, int cancel_fd) {

@@ -23,6 +23,14 @@ namespace sluice::etcd {
 using Clock = std::chrono::steady_clock;
 using Deadline = Clock::time_point;
 
+// The OpenSSL error queue's first entry as text (the queue is cleared), or "TLS error".
+std::string ssl_error_text();
+
+// Waits for `events` on fd, or for the cancel descriptor (-1: none), until the deadline; an
+// error names `url` ("cancelled: ...", "timeout: ...").
+common::Status poll_fd(int fd, short events, int cancel_fd, Deadline deadline,
+                       const std::string& url);
+
 // The client TLS context built from deployment.etcd.tls; shared by every connection.
 // Thread: any after create (OpenSSL contexts are safe to share once configured)
 class TlsContext {

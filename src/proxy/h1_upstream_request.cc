@@ -1,6 +1,7 @@
 #include "proxy/h1_upstream_request.h"
 
 #include <cerrno>
+#include <charconv>
 #include <cstring>
 
 #include "common/log.h"
@@ -8,6 +9,48 @@
 namespace sluice::proxy {
 
 H1UpstreamRequest::~H1UpstreamRequest() { release(false); }
+
+void H1UpstreamRequest::prepare(const RequestStart& r) {
+  head_.clear();
+  head_.append(r.method).push_back(' ');
+  head_.append(r.target).append(" HTTP/1.1\r\n");
+  host_offset_ = head_.size();  // each try's open() puts its Host here
+  host_len_ = 0;
+  for (const http::Header& f : r.fields) {
+    head_.append(f.name).append(": ").append(f.value).append("\r\n");
+  }
+  switch (r.body) {
+    case RequestStart::Body::kNone:
+      break;
+    case RequestStart::Body::kEmpty:
+      head_.append("Content-Length: 0\r\n");  // an explicit empty body (POST) stays explicit
+      break;
+    case RequestStart::Body::kLength: {
+      char buf[24];
+      auto end = std::to_chars(buf, buf + sizeof(buf), r.length).ptr;
+      head_.append("Content-Length: ").append(buf, end).append("\r\n");
+      break;
+    }
+    case RequestStart::Body::kChunked:
+      head_.append("Transfer-Encoding: chunked\r\n");
+      break;
+  }
+  head_.append("\r\n");
+}
+
+void H1UpstreamRequest::set_host(std::string_view host) {
+  if (host_len_ > 0) {
+    head_.erase(host_offset_, host_len_);
+  }
+  host_len_ = 0;
+  if (!host.empty()) {
+    // Three inserts in place: no temporary string on the request path.
+    head_.insert(host_offset_, "\r\n");
+    head_.insert(host_offset_, host);
+    head_.insert(host_offset_, "Host: ");
+    host_len_ = host.size() + 8;
+  }
+}
 
 bool H1UpstreamRequest::open(const Target& t, bool fresh, UpstreamOwner* owner, int* err) {
   release(false);
@@ -36,6 +79,8 @@ bool H1UpstreamRequest::open(const Target& t, bool fresh, UpstreamOwner* owner, 
   }
   conn_->owner = owner;
   ++conn_->requests;
+  set_host(t.host);
+  out_.add(head_);
   return true;
 }
 

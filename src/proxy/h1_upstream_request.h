@@ -33,10 +33,10 @@ class H1UpstreamRequest final : public UpstreamRequest {
   explicit H1UpstreamRequest(const H1UpstreamEnv& env) : env_(env) {}
   ~H1UpstreamRequest() override;
 
+  void prepare(const RequestStart& r) override;
   bool open(const Target& t, bool fresh, UpstreamOwner* owner, int* err) override;
   bool reused() const override { return reused_; }
   bool connected() const override { return conn_ && conn_->connected; }
-  void add_head(std::string_view head) override { out_.add(head); }
   void add_body(std::string_view piece, bool chunked) override;
   void add_body_end(bool chunked) override;
   bool queued() const override { return !out_.empty(); }
@@ -55,11 +55,16 @@ class H1UpstreamRequest final : public UpstreamRequest {
  private:
   // One read from the connection; kData, kWait or kEof.
   io::Transport::Read read_more();
+  // Puts `host` in the head's Host line (none when empty).
+  void set_host(std::string_view host);
 
   H1UpstreamEnv env_;
   Target target_;
   std::unique_ptr<UpstreamConn> conn_;
   io::Outbox out_;
+  std::string head_;        // the prepared head, HTTP/1.1 text
+  size_t host_offset_ = 0;  // where the Host line goes in head_, and its length
+  size_t host_len_ = 0;
   bool reused_ = false;
   bool written_ = false;
   uint64_t received_ = 0;

@@ -7,6 +7,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <span>
 #include <string_view>
 
 #include "http/message.h"
@@ -22,10 +23,28 @@ class UpstreamOwner {
   virtual void on_upstream_event() = 0;
 };
 
+// A request for the upstream in protocol-neutral terms, built once per request. The views need
+// stay valid only until prepare() returns: the codec renders (or encodes) what it needs then.
+// Thread: worker
+struct RequestStart {
+  enum class Body : uint8_t {
+    kNone,     // no body
+    kEmpty,    // no body, but the client said Content-Length: 0 (kept explicit)
+    kLength,   // `length` bytes
+    kChunked,  // a length not known ahead
+  };
+  std::string_view method;
+  std::string_view target;               // path and query as sent upstream
+  std::span<const http::Header> fields;  // end-to-end fields in order (no Host, no framing)
+  Body body = Body::kNone;
+  uint64_t length = 0;
+};
+
 // Where one try goes, and how its connection may be kept afterwards.
 struct Target {
   const io::SockAddr* addr = nullptr;
   const std::string* key = nullptr;  // "ip:port": the pool's key and the logs' name
+  std::string_view host;             // the Host this try sends (pass_host); empty: none
   uint32_t pool_size = 0;            // idle connections kept per node (keepalive_pool.size)
   uint32_t pool_idle_ms = 0;         // how long one stays idle (keepalive_pool.idle_timeout)
   uint32_t pool_requests = 0;        // requests one may carry (keepalive_pool.requests)
@@ -56,16 +75,16 @@ class UpstreamRequest {
 
   virtual ~UpstreamRequest() = default;
 
-  // Starts a try: a pooled connection to `t` unless `fresh`, else a new one. False when a
-  // new connection failed at once (*err set). Queued bytes of an earlier try are dropped.
+  // The request's head, once per request before the first try.
+  virtual void prepare(const RequestStart& r) = 0;
+  // Starts a try: a pooled connection to `t` unless `fresh`, else a new one, with the prepared
+  // head queued (and t.host as its Host). False when a new connection failed at once (*err
+  // set). Queued bytes of an earlier try are dropped.
   virtual bool open(const Target& t, bool fresh, UpstreamOwner* owner, int* err) = 0;
   // The try runs on a connection taken from the pool.
   virtual bool reused() const = 0;
   // The connection's handshake finished (a failure after it is not a connect failure).
   virtual bool connected() const = 0;
-  // Queues the request head (HTTP/1.1 text for now); it must stay valid until send() has
-  // written it.
-  virtual void add_head(std::string_view head) = 0;
   // Queues a piece of the request body (framed as a chunk when `chunked`), or its end; the
   // piece must stay valid until send() has written it.
   virtual void add_body(std::string_view piece, bool chunked) = 0;

@@ -281,55 +281,6 @@ common::Status Gateway::start_workers() {
   return common::Status::ok();
 }
 
-bool Gateway::routes_file_changed() {
-  struct stat st;
-  FileStamp now;
-  if (stat(conf_.standalone_path.c_str(), &st) == 0) {
-    now.mtime_ns = st.st_mtim.tv_sec * 1000000000LL + st.st_mtim.tv_nsec;
-    now.size = st.st_size;
-    now.inode = st.st_ino;
-  }
-  if (now == stamp_) {
-    return false;
-  }
-  stamp_ = now;
-  return true;
-}
-
-bool Gateway::reload_routes(bool at_start) {
-  std::string text;
-  if (!common::read_file(conf_.standalone_path, &text)) {
-    SLUICE_LOG(kError, "cannot read {}: {}", conf_.standalone_path, strerror(errno));
-    return false;
-  }
-  if (!at_start && text == last_text_) {
-    return true;
-  }
-  auto set = config::parse_standalone(text);
-  if (!set) {
-    SLUICE_LOG(kError, "{}: rejected, still serving the previous configuration: {}",
-               conf_.standalone_path, set.status().message());
-    return false;
-  }
-  auto built = config::build_snapshot(*set, dns_, version_ + 1, &plugin_shared_, &health_);
-  if (!built) {
-    SLUICE_LOG(kError, "apisix.yaml: rejected, still serving the previous configuration: {}",
-               built.status().message());
-    return false;
-  }
-  for (const auto& w : set->warnings) {
-    SLUICE_LOG(kWarn, "apisix.yaml: {}", w);
-  }
-  for (const auto& w : built->warnings) {
-    SLUICE_LOG(kWarn, "apisix.yaml: {}", w);
-  }
-  ++version_;
-  publish(built->snapshot);
-  last_text_ = std::move(text);
-  SLUICE_LOG(kNotice, "configuration {} loaded: {} route(s)", version_,
-             built->snapshot->routes.size());
-  return true;
-}
 
 // The signalfd, read on the control loop.
 // Thread: control

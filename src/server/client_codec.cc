@@ -3,7 +3,7 @@
 // exchange has sent them on), "100 Continue", and the response framed for this client: its
 // length, chunks, or the close for an HTTP/1.0 client, with the keep-alive verdict.
 
-#include "common/strings.h"
+#include "codec/h1/head_writer.h"
 #include "server/client_conn.h"
 #include "server/worker.h"
 
@@ -85,12 +85,6 @@ void ClientConn::send_head(const ResponseStart& r) {
   // Closing with request bytes still unread: drain them first, or the kernel's reset could
   // destroy our answer before the client reads it.
   linger_after_ = !req_body_done_ || (r.gateway_made && r.close);
-  std::string& h = msg_->head;
-  h.clear();
-  h.append("HTTP/1.1 ");
-  common::append_uint(h, static_cast<uint64_t>(r.status));
-  h.push_back(' ');
-  h.append(r.reason.empty() ? status_reason(r.status) : r.reason).append("\r\n");
   // A plugin's Server field replaces the gateway's token.
   std::string_view server = st.server_header;
   for (const http::Header& f : r.fields) {
@@ -98,34 +92,21 @@ void ClientConn::send_head(const ResponseStart& r) {
       server = {};
     }
   }
-  if (r.gateway_made) {
-    h.append(server);
-  }
-  for (const http::Header& f : r.upstream_fields) {
-    if (!st.server_header.empty() && http::iequals(f.name, "server")) {
-      continue;
-    }
-    h.append(f.name).append(": ").append(f.value).append("\r\n");
-  }
-  if (!r.gateway_made) {
-    h.append(server);
-  }
-  for (const http::Header& f : r.fields) {
-    h.append(f.name).append(": ").append(f.value).append("\r\n");
-  }
-  if (r.content_length >= 0) {
-    h.append("Content-Length: ");
-    common::append_uint(h, static_cast<uint64_t>(r.content_length));
-    h.append("\r\n");
-  } else if (chunks_out_) {
-    h.append("Transfer-Encoding: chunked\r\n");
-  }
-  if (!keep_alive_) {
-    h.append("Connection: close\r\n");
-  } else if (client_http10_) {
-    h.append("Connection: keep-alive\r\n");
-  }
-  h.append("\r\n");
+  h1::ResponseHeadOut out;
+  out.status = r.status;
+  out.reason = r.reason.empty() ? status_reason(r.status) : r.reason;
+  // The gateway's own answers carry its Server token first, the upstream's after their fields.
+  (r.gateway_made ? out.first_lines : out.middle_lines) = server;
+  out.upstream = r.upstream_fields;
+  out.skip_name = st.server_header.empty() ? std::string_view() : "server";
+  out.fields = r.fields;
+  out.content_length = r.content_length;
+  out.chunked = chunks_out_;
+  out.connection = !keep_alive_     ? h1::ResponseHeadOut::Connection::kClose
+                   : client_http10_ ? h1::ResponseHeadOut::Connection::kKeepAlive
+                                    : h1::ResponseHeadOut::Connection::kNone;
+  std::string& h = msg_->head;
+  h1::write_response_head(&h, out);
   out_.clear();
   out_.add(h);
 }

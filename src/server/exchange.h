@@ -178,9 +178,11 @@ class Exchange final : public proxy::UpstreamOwner {
   Step upstream_write_failed(int err);
   Step relay_early_answer();
   // exchange_head.cc: the request head for the upstream.
+  // Describes the request for the upstream (client fields filtered, forwarding fields, the
+  // plugins' edits, the body's framing) and has the upstream side prepare its head.
   void build_upstream_head();
-  void append_forwarding_headers(const plugin::RequestEdits* ed);
-  void set_host_line(int node);
+  void add_forwarding_fields(const plugin::RequestEdits* ed);
+  std::string_view host_for(int node) const;
   // exchange_response.cc: the response head and body.
   Step read_response_head();
   void start_response();
@@ -198,16 +200,16 @@ class Exchange final : public proxy::UpstreamOwner {
 
   // Buffers kept across requests for their capacity.
   http::ResponseHead resp_;  // the upstream's response head; views die at start_response
-  std::string up_head_;      // the request head sent upstream
-  size_t host_offset_ = 0;   // where the Host line goes in up_head_
-  size_t host_len_ = 0;
-  std::string client_host_;  // the client's Host (or a plugin's), kept past the head
-  std::string xff_;          // incoming X-Forwarded-For values, joined
-  std::string up_statuses_;  // each try's status, "502, 504, 200" ($upstream_status)
-  std::string reply_body_;   // a gateway-made response's body
-  http::RequestHead head_copy_;  // keep_head(): the head, its views into head_bytes_
+  std::vector<http::Header> req_fields_;  // the fields the upstream gets, until prepare()
+  std::string target_;                    // an absolute-form request's path and query
+  char port_text_[8];                     // X-Forwarded-Port's digits
+  std::string client_host_;               // the client's Host (or a plugin's), kept past the head
+  std::string xff_;                       // incoming X-Forwarded-For values, joined
+  std::string up_statuses_;               // each try's status, "502, 504, 200" ($upstream_status)
+  std::string reply_body_;                // a gateway-made response's body
+  http::RequestHead head_copy_;           // keep_head(): the head, its views into head_bytes_
   std::string head_bytes_;
-  std::string body_;  // the whole request body, when a plugin needs it
+  std::string body_;                           // the whole request body, when a plugin needs it
   std::vector<http::Header> upstream_fields_;  // the response's forwarded fields
   std::vector<http::Header> fields_;           // the gateway's and plugins' fields
   plugin::Context pctx_;

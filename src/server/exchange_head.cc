@@ -2,7 +2,8 @@
 // edits applied, hop-by-hop fields dropped, X-Real-IP and X-Forwarded-* added, the body's
 // framing regenerated, and the Host line chosen per node (pass_host).
 
-#include "common/strings.h"
+#include <charconv>
+
 #include "server/exchange.h"
 #include "server/worker.h"
 
@@ -48,33 +49,29 @@ void Exchange::build_upstream_head() {
   if (st_.plugins && !pctx_.upstream.empty()) [[unlikely]] {
     ed = &pctx_.upstream;
   }
-  std::string& h = up_head_;
-  h.clear();
+  const http::RequestHead& req = *st_.req;
+  proxy::RequestStart r;
+  r.method = req.method_text;
   if (ed != nullptr && !ed->method.empty()) {
-    h.append(ed->method);
+    r.method = ed->method;
     st_.up_method = http::parse_method(ed->method);
-  } else {
-    h.append(st_.req->method_text);
   }
-  h.push_back(' ');
   if (ed != nullptr && !ed->uri.empty()) {
-    h.append(ed->uri);
-  } else if (!st_.req->authority.empty()) {
-    h.append(st_.req->path.empty() ? std::string_view("/") : st_.req->path);
-    if (!st_.req->query.empty()) {
-      h.append("?").append(st_.req->query);
+    r.target = ed->uri;
+  } else if (!req.authority.empty()) {
+    target_.assign(req.path.empty() ? std::string_view("/") : req.path);
+    if (!req.query.empty()) {
+      target_.append("?").append(req.query);
     }
+    r.target = target_;
   } else {
-    h.append(st_.req->target);
+    r.target = req.target;
   }
-  h.append(" HTTP/1.1\r\n");
-  // The Host line is inserted here per node by set_host_line().
-  host_offset_ = h.size();
-  host_len_ = 0;
+  req_fields_.clear();
   xff_.clear();
-  const http::ConnectionTokens listed(st_.req->headers, st_.req->num_headers);
-  for (size_t i = 0; i < st_.req->num_headers; ++i) {
-    const http::Header& hd = st_.req->headers[i];
+  const http::ConnectionTokens listed(req.headers, req.num_headers);
+  for (size_t i = 0; i < req.num_headers; ++i) {
+    const http::Header& hd = req.headers[i];
     if (http::iequals(hd.name, "x-forwarded-for")) {
       if (!xff_.empty()) {
         xff_.append(", ");
@@ -89,90 +86,74 @@ void Exchange::build_upstream_head() {
     if (ed != nullptr && ed->headers.drops(hd.name)) {
       continue;
     }
-    h.append(hd.name).append(": ").append(hd.value).append("\r\n");
+    req_fields_.push_back(hd);
   }
-  append_forwarding_headers(ed);
+  add_forwarding_fields(ed);
   if (ed != nullptr) {
     // Framing and hop-by-hop fields are the codec's: an edit cannot forge them.
-    ed->headers.for_each_added([&h](std::string_view name, std::string_view value) {
+    ed->headers.for_each_added([this](std::string_view name, std::string_view value) {
       if (!http::is_hop_by_hop(name) && !http::iequals(name, "content-length") &&
           !http::iequals(name, "host") && !http::iequals(name, "expect")) {
-        h.append(name).append(": ").append(value).append("\r\n");
+        req_fields_.push_back({name, value});
       }
     });
   }
+  r.fields = req_fields_;
   if (st_.has_body && !st_.body_chunked) {
-    h.append("Content-Length: ");
-    common::append_uint(h, st_.body_length);
-    h.append("\r\n");
+    r.body = proxy::RequestStart::Body::kLength;
+    r.length = st_.body_length;
   } else if (st_.body_chunked) {
-    h.append("Transfer-Encoding: chunked\r\n");
-  } else if (st_.req->find("content-length") != nullptr) {
-    h.append("Content-Length: 0\r\n");  // an explicit empty body (POST) stays explicit
+    r.body = proxy::RequestStart::Body::kChunked;
+  } else if (req.find("content-length") != nullptr) {
+    r.body = proxy::RequestStart::Body::kEmpty;
   }
-  h.append("\r\n");
-  client_host_.assign(ed != nullptr && !ed->host.empty() ? std::string_view(ed->host)
-                                                         : st_.req->host);
+  up_->prepare(r);
+  client_host_.assign(ed != nullptr && !ed->host.empty() ? std::string_view(ed->host) : req.host);
 }
 
 // X-Real-IP and X-Forwarded-*, each unless a plugin's edit names it (its value then comes with
 // the edits).
-void Exchange::append_forwarding_headers(const plugin::RequestEdits* ed) {
-  std::string& h = up_head_;
+void Exchange::add_forwarding_fields(const plugin::RequestEdits* ed) {
   auto ours = [ed](std::string_view name) { return ed == nullptr || !ed->headers.drops(name); };
   if (ours("x-real-ip")) {
-    h.append("X-Real-IP: ").append(st_.client.ip).append("\r\n");
+    req_fields_.push_back({"X-Real-IP", st_.client.ip});
   }
   if (ours("x-forwarded-for")) {
-    h.append("X-Forwarded-For: ");
     if (!xff_.empty()) {
-      h.append(xff_).append(", ");
+      xff_.append(", ");
     }
-    h.append(st_.client.ip).append("\r\n");
+    xff_.append(st_.client.ip);
+    req_fields_.push_back({"X-Forwarded-For", xff_});
   }
   if (ours("x-forwarded-proto")) {
-    h.append("X-Forwarded-Proto: http\r\n");
+    req_fields_.push_back({"X-Forwarded-Proto", "http"});
   }
   // An HTTP/1.0 request may come without a Host.
   if (!st_.req->host.empty() && ours("x-forwarded-host")) {
-    h.append("X-Forwarded-Host: ").append(strip_port(st_.req->host)).append("\r\n");
+    req_fields_.push_back({"X-Forwarded-Host", strip_port(st_.req->host)});
   }
   if (ours("x-forwarded-port")) {
-    h.append("X-Forwarded-Port: ");
-    common::append_uint(h, st_.client.local_port);
-    h.append("\r\n");
+    auto end = std::to_chars(port_text_, port_text_ + sizeof(port_text_), st_.client.local_port);
+    req_fields_.push_back(
+        {"X-Forwarded-Port", {port_text_, static_cast<size_t>(end.ptr - port_text_)}});
   }
 }
 
-// Inserts the Host line for node `node` (pass_host decides which).
-void Exchange::set_host_line(int node) {
-  std::string_view host;
-  // A plugin's host edit (proxy-rewrite's `host`) wins over pass_host: it is in client_host.
+// The Host a try on `node` sends, as pass_host says.
+std::string_view Exchange::host_for(int node) const {
+  // A plugin's host edit (proxy-rewrite's `host`) wins over pass_host: it is in client_host_.
   bool edited = st_.plugins && !pctx_.upstream.host.empty();
   switch (edited ? upstream::PassHost::kPass : st_.up_conf->pass_host) {
     case upstream::PassHost::kPass:
       // An HTTP/1.0 client may send no Host; HTTP/1.1 upstreams require one.
-      host = client_host_.empty() ? std::string_view(st_.up_conf->nodes[node].host_header)
+      return client_host_.empty() ? std::string_view(st_.up_conf->nodes[node].host_header)
                                   : std::string_view(client_host_);
-      break;
     case upstream::PassHost::kNode:
-      host = st_.up_conf->nodes[node].host_header;
-      break;
+      return st_.up_conf->nodes[node].host_header;
     case upstream::PassHost::kRewrite:
-      host = st_.up_conf->upstream_host;
-      break;
+      return st_.up_conf->upstream_host;
   }
-  if (host_len_ > 0) {
-    up_head_.erase(host_offset_, host_len_);
-  }
-  host_len_ = 0;
-  if (!host.empty()) {
-    // Three inserts in place: no temporary string on the request path.
-    up_head_.insert(host_offset_, "\r\n");
-    up_head_.insert(host_offset_, host);
-    up_head_.insert(host_offset_, "Host: ");
-    host_len_ = host.size() + 8;
-  }
+  return {};
 }
 
 }  // namespace sluice::server

@@ -149,16 +149,15 @@ bool Exchange::start_try(int node, bool fresh) {
       pctx_.upstream_start_ns = plugin::monotonic_ns();
     }
   }
-  set_host_line(node);
   const upstream::Upstream& u = *st_.up_conf;
-  proxy::Target t{&n.addr, &n.addr_key, u.pool_size, u.pool_idle_ms, u.pool_requests};
+  proxy::Target t{&n.addr,     &n.addr_key,    host_for(node),
+                  u.pool_size, u.pool_idle_ms, u.pool_requests};
   int err = 0;
   if (!up_->open(t, fresh, this, &err)) {
     SLUICE_LOG(kError, "connect to {} failed: {}", n.addr_key, strerror(err));
     st_.up_conf->report_failure(node, health::Failure::kTcp);
     return false;
   }
-  up_->add_head(up_head_);
   st_.up_piece = false;
   st_.body_sent = false;
   if (up_->reused()) {

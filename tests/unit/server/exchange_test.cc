@@ -156,7 +156,11 @@ class FakeUpstream final : public proxy::UpstreamRequest {
     if (f) {
       cur_.reused = false;
     }
-    heads.emplace_back();
+    std::string head = prepared_;
+    if (!t.host.empty()) {
+      head.insert(head.find("\r\n") + 2, "Host: " + std::string(t.host) + "\r\n");
+    }
+    heads.push_back(head);
     sent_body.clear();
     body_end = false;
     piece_ = 0;
@@ -171,7 +175,21 @@ class FakeUpstream final : public proxy::UpstreamRequest {
   }
   bool reused() const override { return cur_.reused; }
   bool connected() const override { return connected_; }
-  void add_head(std::string_view head) override { heads.back().assign(head); }
+  // Renders the head as HTTP/1.1 would (the Host line goes in at open()).
+  void prepare(const proxy::RequestStart& r) override {
+    prepared_ = std::string(r.method) + " " + std::string(r.target) + " HTTP/1.1\r\n";
+    for (const auto& f : r.fields) {
+      prepared_ += std::string(f.name) + ": " + std::string(f.value) + "\r\n";
+    }
+    if (r.body == proxy::RequestStart::Body::kLength) {
+      prepared_ += "Content-Length: " + std::to_string(r.length) + "\r\n";
+    } else if (r.body == proxy::RequestStart::Body::kChunked) {
+      prepared_ += "Transfer-Encoding: chunked\r\n";
+    } else if (r.body == proxy::RequestStart::Body::kEmpty) {
+      prepared_ += "Content-Length: 0\r\n";
+    }
+    prepared_ += "\r\n";
+  }
   void add_body(std::string_view piece, bool chunked) override {
     sent_body += chunked ? "[" + std::string(piece) + "]" : std::string(piece);
     queued_ = true;
@@ -252,6 +270,7 @@ class FakeUpstream final : public proxy::UpstreamRequest {
 
  private:
   Try cur_;
+  std::string prepared_;
   bool open_ = false, connected_ = false, written_ = false, queued_ = false;
   bool consumable_ = false;
   size_t piece_ = 0;
