@@ -157,10 +157,9 @@ def test_slowloris_is_cut_by_the_whole_header_deadline(make_gateway, slow_upstre
     assert min(closed_after) > 1.5, "closed before the deadline: %.1f s" % min(closed_after)
 
 
-@pytest.mark.load
-def test_silent_connections_hold_no_read_buffer(make_gateway, slow_upstream):
-    """10,000 connections that never send a byte: each costs about what an idle kept-alive one
-    does (issue: they held a read buffer, 4.2 KiB each, from the accept on)."""
+def _many_connections_rig(make_gateway, slow_upstream):
+    """A warmed-up gateway for holding SLUICE_IDLE_CONNS (10,000) connections: (gw, n, warm
+    clients, RSS in KiB before)."""
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     if hard < 12000:
         pytest.skip("RLIMIT_NOFILE hard limit %d is below the 12,000 this test needs" % hard)
@@ -171,6 +170,14 @@ def test_silent_connections_hold_no_read_buffer(make_gateway, slow_upstream):
     for c in warm:
         assert c.get("/fast").status == 200
     before = vm_rss_kib(gw.pid)
+    return gw, n, warm, before
+
+
+@pytest.mark.load
+def test_silent_connections_hold_no_read_buffer(make_gateway, slow_upstream):
+    """10,000 connections that never send a byte: each costs about what an idle kept-alive one
+    does (issue: they held a read buffer, 4.2 KiB each, from the accept on)."""
+    gw, n, warm, before = _many_connections_rig(make_gateway, slow_upstream)
     conns = []
     try:
         for _ in range(n):
@@ -193,16 +200,7 @@ def test_silent_connections_hold_no_read_buffer(make_gateway, slow_upstream):
 def test_ten_thousand_idle_keepalive_connections(make_gateway, slow_upstream):
     """Holds 10,000 idle keep-alive connections (each served one request first) and reports
     the gateway's RSS per connection: an idle connection holds no buffer or request state."""
-    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    if hard < 12000:
-        pytest.skip("RLIMIT_NOFILE hard limit %d is below the 12,000 this test needs" % hard)
-    resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
-    n = int(os.environ.get("SLUICE_IDLE_CONNS", "10000"))
-    gw = make_gateway(routes=[route("/*", slow_upstream)], log_level="warn")
-    warm = [Client(gw.port) for _ in range(50)]
-    for c in warm:
-        assert c.get("/fast").status == 200
-    before = vm_rss_kib(gw.pid)
+    gw, n, warm, before = _many_connections_rig(make_gateway, slow_upstream)
     conns = []
     try:
         req = b"GET /fast HTTP/1.1\r\nHost: x\r\n\r\n"
