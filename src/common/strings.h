@@ -4,6 +4,7 @@
 #include <charconv>
 #include <cstdint>
 #include <string>
+#include <string_view>
 
 namespace sluice::common {
 
@@ -11,6 +12,22 @@ inline void append_uint(std::string& out, uint64_t v) {
   char buf[24];
   auto r = std::to_chars(buf, buf + sizeof(buf), v);
   out.append(buf, static_cast<size_t>(r.ptr - buf));
+}
+
+// PCRE's \s in ASCII: space, tab, newline, carriage return, form feed, vertical tab.
+inline bool is_ascii_space(char c) {
+  return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v';
+}
+
+// `s` without leading and trailing is_ascii_space characters.
+inline std::string_view trim_ascii_space(std::string_view s) {
+  while (!s.empty() && is_ascii_space(s.front())) {
+    s.remove_prefix(1);
+  }
+  while (!s.empty() && is_ascii_space(s.back())) {
+    s.remove_suffix(1);
+  }
+  return s;
 }
 
 }  // namespace sluice::common

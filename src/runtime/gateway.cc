@@ -281,7 +281,6 @@ common::Status Gateway::start_workers() {
   return common::Status::ok();
 }
 
-
 // The signalfd, read on the control loop.
 // Thread: control
 class Gateway::SignalHandler : public io::IoHandler {

@@ -3,6 +3,8 @@
 #include <cstdint>
 #include <limits>
 
+#include "common/strings.h"
+
 namespace sluice::plugins::proxy_rewrite {
 
 using common::StatusOr;
@@ -13,20 +15,6 @@ bool is_digit(char c) { return c >= '0' && c <= '9'; }
 
 bool is_name_char(char c) {
   return is_digit(c) || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_' || c == '.';
-}
-
-bool is_space(char c) {
-  return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v';
-}
-
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && is_space(s.front())) {
-    s.remove_prefix(1);
-  }
-  while (!s.empty() && is_space(s.back())) {
-    s.remove_suffix(1);
-  }
-  return s;
 }
 
 // `${1}` / `$1` at text[i] == '$' (a trailing `}` is taken even without its `{`, as APISIX's
@@ -101,12 +89,12 @@ StatusOr<size_t> Template::var_at(std::string_view text, size_t i, Part* p) {
     if (close == std::string_view::npos || close == i + 2) {
       return size_t{0};  // `${` with no name and `}`: not a variable
     }
-    std::string_view inner = trim(text.substr(i + 2, close - i - 2));
+    std::string_view inner = common::trim_ascii_space(text.substr(i + 2, close - i - 2));
     size_t q = inner.find("??");
-    name = trim(inner.substr(0, q));
+    name = common::trim_ascii_space(inner.substr(0, q));
     if (q != std::string_view::npos) {  // APISIX splits on `??`: the second piece is the default
       std::string_view rest = inner.substr(q + 2);
-      p->text.assign(trim(rest.substr(0, rest.find("??"))));
+      p->text.assign(common::trim_ascii_space(rest.substr(0, rest.find("??"))));
       p->has_default = true;
     }
     len = close + 1 - i;

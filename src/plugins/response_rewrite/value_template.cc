@@ -5,27 +5,14 @@
 #include <array>
 #include <charconv>
 
+#include "common/strings.h"
+
 namespace sluice::plugins::response_rewrite {
 
 using common::Status;
 using common::StatusOr;
 
 namespace {
-
-// PCRE's \s.
-bool is_space(char c) {
-  return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v';
-}
-
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && is_space(s.front())) {
-    s.remove_prefix(1);
-  }
-  while (!s.empty() && is_space(s.back())) {
-    s.remove_suffix(1);
-  }
-  return s;
-}
 
 // PCRE's [\w.] without UTF: ASCII letters, digits, '_' and '.'.
 bool is_name_char(char c) {
@@ -102,11 +89,11 @@ StatusOr<ValueTemplate> ValueTemplate::parse(std::string_view s) {
       }
       std::string_view inner = s.substr(end + 1, close - end - 1);
       size_t q = inner.find("??");
-      name = trim(inner.substr(0, q));
+      name = common::trim_ascii_space(inner.substr(0, q));
       if (q != std::string_view::npos) {
         has_default = true;
         fallback = inner.substr(q + 2);
-        fallback = trim(fallback.substr(0, fallback.find("??")));
+        fallback = common::trim_ascii_space(fallback.substr(0, fallback.find("??")));
       }
       end = close + 1;
     } else {

@@ -70,8 +70,8 @@ std::vector<std::string> names_of(std::span<const PluginInfo> registry) {
 }
 
 TEST(PluginRegistry, EnablesEveryBuiltInPluginByDefault) {
-  EXPECT_EQ(names_of(all_plugins()),
-            (std::vector<std::string>{"proxy-rewrite", "limit-count", "response-rewrite", "prometheus"}));
+  EXPECT_EQ(names_of(all_plugins()), (std::vector<std::string>{"proxy-rewrite", "limit-count",
+                                                               "response-rewrite", "prometheus"}));
   const PluginInfo* lc = find_plugin("limit-count");
   ASSERT_NE(lc, nullptr);
   EXPECT_EQ(lc->priority, 1002);
@@ -101,8 +101,8 @@ TEST(PluginRegistry, SetEnabledPluginsNarrowsTheSet) {
     EXPECT_EQ(check_plugin_metadata("limit-count", Json::object(), all_plugins()).message(),
               "unknown plugin [limit-count]");
   }
-  EXPECT_EQ(names_of(all_plugins()),
-            (std::vector<std::string>{"proxy-rewrite", "limit-count", "response-rewrite", "prometheus"}));
+  EXPECT_EQ(names_of(all_plugins()), (std::vector<std::string>{"proxy-rewrite", "limit-count",
+                                                               "response-rewrite", "prometheus"}));
   EXPECT_TRUE(check_plugins(limit));
   {
     // An empty list enables nothing; the order of the list does not matter.
