@@ -6,6 +6,7 @@ benchmark articles work verbatim."""
 import fcntl
 import json
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -198,8 +199,10 @@ def test_article_commands_substituted_ports(make_gateway, make_upstream):
     """The two commands with the ports replaced by free ones; runs everywhere."""
     up = make_upstream("article")
     gw = make_gateway(admin=True, admin_keys=OMIT, allow_admin=OMIT, data_dir=OMIT)
-    put = ARTICLE_PUT.replace("9080", str(gw.port)).replace("1980", str(up.port))
-    get_ = ARTICLE_GET.replace("9080", str(gw.port))
+    # One pass: a free port that itself contains "1980" must not be rewritten again.
+    ports = {"9080": str(gw.port), "1980": str(up.port)}
+    put = re.sub(r"\b(9080|1980)\b", lambda m: ports[m.group(1)], ARTICLE_PUT)
+    get_ = re.sub(r"\b(9080|1980)\b", lambda m: ports[m.group(1)], ARTICLE_GET)
     _check_article(put, get_)
 
 
