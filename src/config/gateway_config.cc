@@ -119,6 +119,8 @@ class Reader {
         {{"node_listen", [this](auto& x, auto& p) { return node_listen(x, p); }},
          {"enable_server_tokens",
           [this](auto& x, auto& p) { return assign(p, &cfg.server_tokens, yaml_bool(x)); }},
+         {"show_upstream_status_in_response_header",
+          [this](auto& x, auto& p) { return assign(p, &cfg.show_upstream_status, yaml_bool(x)); }},
          {"dns_resolver_valid",
           [this](auto& x, auto& p) { return assign(p, &cfg.dns_resolver_valid, yaml_seconds(x)); }},
          {"graceful_shutdown_timeout",

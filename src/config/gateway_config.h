@@ -96,6 +96,9 @@ struct GatewayConfig {
   bool io_uring = true;
   std::string server_tokens_name = "sluice";  // apisix.server_tokens_name... see .cc
   bool server_tokens = true;                  // apisix.enable_server_tokens
+  // apisix.show_upstream_status_in_response_header: X-APISIX-Upstream-Status on every proxied
+  // response, not only on 5xx ones.
+  bool show_upstream_status = false;
   double dns_resolver_valid = 30;         // apisix.dns_resolver_valid: seconds a DNS answer is kept
   double graceful_shutdown_timeout = 10;  // seconds in-flight requests get on SIGTERM
   // Client connection caps. At a cap the oldest idle keep-alive connection is closed to make

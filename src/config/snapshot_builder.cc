@@ -100,6 +100,7 @@ class Builder {
         out_.warnings.push_back(
             fmt::format("upstream {}: node {} does not resolve; it is skipped", id, n.host));
       }
+      up->any_resolved = up->any_resolved || node.resolved;
       node.addr_key = fmt::format("{}:{}", node.ip, n.port);
       up->nodes.push_back(std::move(node));
     }

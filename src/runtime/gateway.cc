@@ -192,9 +192,7 @@ bool Gateway::publish_store_config(bool force) {
                built.status().message());
     return false;
   }
-  for (const auto& w : built->warnings) {
-    SLUICE_LOG(kWarn, "store: {}", w);
-  }
+  build_warnings_.report("store", built->warnings);
   ++version_;
   size_t n = built->snapshot->routes.size();
   publish(std::move(built->snapshot));
@@ -235,6 +233,7 @@ common::Status Gateway::start_workers() {
   settings->client_max_body_size = conf_.client_max_body_size;
   settings->limits.underscores_in_headers = conf_.underscores_in_headers;
   settings->io_uring = conf_.io_uring;
+  settings->show_upstream_status = conf_.show_upstream_status;
   settings->worker_connections =
       conf_.worker_connections == 0 ? UINT32_MAX : conf_.worker_connections;
   auto limits = std::make_shared<server::ConnLimits>(conf_.max_connections);

@@ -27,6 +27,7 @@
 #include "runtime/admin_service.h"
 #include "runtime/memory_trim.h"
 #include "runtime/metrics_export.h"
+#include "runtime/warning_memory.h"
 #include "server/worker.h"
 #include "store/config_index.h"
 #include "store/data_dir.h"
@@ -120,6 +121,7 @@ class Gateway {
   pid_t successor_pid_ = 0;        // the process SIGUSR2 started, until it exits
   config::GatewayConfig conf_;
   upstream::DnsCache dns_{30};
+  WarningMemory build_warnings_;  // the snapshot builds' warnings, logged once per change
   io::EventLoop ctl_;
   io::Timer tick_{&Gateway::tick_cb, this};
   std::unique_ptr<SignalHandler> signals_;

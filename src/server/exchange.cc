@@ -166,7 +166,7 @@ void Exchange::route_request() {
   } else if (route->target == snapshot::RouteTarget::kNoUpstream) {
     status = 503;
     msg = "{\"error_msg\":\"missing upstream configuration in Route or Service\"}\n";
-  } else if (st_.up_conf->nodes.empty()) {
+  } else if (!st_.up_conf->any_resolved) {  // no nodes, or none resolves
     status = 503;
     msg = "{\"error_msg\":\"no valid upstream node\"}\n";
   } else if (w_.settings().client_max_body_size != 0 && st_.has_body && !st_.body_chunked &&
@@ -186,7 +186,8 @@ void Exchange::route_request() {
   st_.tries_left = st_.up_conf->retries;
   st_.first_try_ms = w_.loop().now_ms();
   if (!connect_next()) {
-    upstream_failed(502, "no node reachable");
+    // A node whose connect failed was reported; none tried: every node has weight 0.
+    upstream_failed(502, "no node reachable", st_.node >= 0);
   }
 }
 
@@ -237,7 +238,7 @@ void Exchange::reply(int status, std::string_view body, bool close) {
   if (!type.empty() && (edits == nullptr || !edits->drops("content-type"))) {
     fields_.push_back({"Content-Type", type});
   }
-  if (status >= 500 && !up_statuses_.empty()) {
+  if (!up_statuses_.empty() && (status >= 500 || w_.settings().show_upstream_status)) {
     // The gateway's 502/504 after its tries (APISIX sets it from $upstream_status).
     fields_.push_back({"X-APISIX-Upstream-Status", up_statuses_});
   }
@@ -324,11 +325,10 @@ void Exchange::end_try(bool reusable) {
   up_->release(reusable);
 }
 
-void Exchange::upstream_failed(int status, const char* why) {
-  SLUICE_LOG(kError, "upstream {} for {}: {}",
-             st_.node >= 0 ? std::string_view(st_.up_conf->nodes[st_.node].addr_key)
-                           : std::string_view("-"),
-             st_.client.ip, why);
+void Exchange::upstream_failed(int status, std::string_view why, bool logged) {
+  if (!logged) {
+    report_failure(why);
+  }
   if (st_.response_started) {
     close_early();
     return;

@@ -162,8 +162,11 @@ class Exchange final : public proxy::UpstreamOwner {
   // exchange_upstream.cc: tries, the balancer, the request going up.
   bool connect_next();
   bool start_try(int node, bool fresh);
-  void try_next_or_fail(int status, const char* why);
-  void upstream_failed(int status, const char* why);
+  // `logged`: the failure was reported already (report_failure), with more detail.
+  void try_next_or_fail(int status, std::string_view why, bool logged = false);
+  void upstream_failed(int status, std::string_view why, bool logged = false);
+  // Logs a failure naming the route, the upstream and the node, once per incident.
+  void report_failure(std::string_view why);
   bool retry_allowed();
   bool can_send_again() const;
   bool can_retry_idle_failure() const;

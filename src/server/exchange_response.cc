@@ -100,9 +100,10 @@ void Exchange::start_response() {
   }
   filter_upstream_fields(pass_length, ed);
   fields_.clear();
-  if (resp_.status >= 500) {
+  if (resp_.status >= 500 || w_.settings().show_upstream_status) {
     // APISIX: tells an upstream's 5xx from the gateway's own, with every try's status (failed
-    // tries noted theirs; a successful one's is needed only here).
+    // tries noted theirs; a successful one's is needed only here). With
+    // show_upstream_status_in_response_header, on every response.
     note_try(resp_.status);
     fields_.push_back({"X-APISIX-Upstream-Status", up_statuses_});
   }
@@ -175,12 +176,11 @@ Exchange::Step Exchange::stream_response() {
       case proxy::UpstreamRequest::Body::kEnd:
         break;
       case proxy::UpstreamRequest::Body::kCut:
-        SLUICE_LOG(kError, "upstream {} closed mid-body", st_.up_conf->nodes[st_.node].addr_key);
+        report_failure("closed mid-body");
         close_early();
         return Step::kClose;
       case proxy::UpstreamRequest::Body::kBad:
-        SLUICE_LOG(kError, "upstream {}: bad chunked framing",
-                   st_.up_conf->nodes[st_.node].addr_key);
+        report_failure("bad chunked framing in the response body");
         close_early();
         return Step::kClose;
     }

@@ -4,6 +4,8 @@
 // retry_timeout and the request's own state allow. A pooled connection the upstream had
 // closed gets one fresh retry on the same node, here and nowhere else.
 
+#include <fmt/format.h>
+
 #include <cerrno>
 #include <cstring>
 
@@ -104,14 +106,45 @@ bool Exchange::retry_allowed() {
 
 // After a failed try (`status` 502 for an error, 504 for a timeout): another node when the
 // request may be sent again and tries and retry_timeout allow it, else answers `status`.
-void Exchange::try_next_or_fail(int status, const char* why) {
-  SLUICE_LOG(kWarn, "upstream {}: {}", st_.up_conf->nodes[st_.node].addr_key, why);
+void Exchange::try_next_or_fail(int status, std::string_view why, bool logged) {
+  if (!logged) {
+    report_failure(why);
+  }
   note_try(status);
   end_try(false);
   if (retry_allowed() && connect_next()) {
     return;
   }
-  upstream_failed(status, why);
+  upstream_failed(status, why, true);
+}
+
+// "upstream failure: route 7, upstream 3, node 10.0.0.5:80: connect failed: Connection
+// refused (client 192.0.2.1)". An inline upstream is named by its owner; with no node (none
+// could be picked) the node is "-". Repeats of the same failure within the window are counted
+// and reported with the next line.
+void Exchange::report_failure(std::string_view why) {
+  const snapshot::Route& r = *st_.route;
+  const std::string& up = st_.up_conf->id;
+  std::string_view node =
+      st_.node >= 0 ? std::string_view(st_.up_conf->nodes[st_.node].addr_key) : "-";
+  std::string key = fmt::format("{}\n{}\n{}\n{}", r.id, up, node, why);
+  uint64_t repeats = w_.incidents().admit(key, w_.loop().now_ms());
+  if (repeats == IncidentLog::kNotNow) {
+    return;
+  }
+  std::string owner;
+  if (up.starts_with("route:") || up.starts_with("service:")) {
+    size_t colon = up.find(':');
+    owner = fmt::format("the inline upstream of {} {}", up.substr(0, colon), up.substr(colon + 1));
+  } else {
+    owner = "upstream " + up;
+  }
+  std::string more;
+  if (repeats != 0) {
+    more = fmt::format("; {} more like it since the last report", repeats);
+  }
+  SLUICE_LOG(kError, "upstream failure: route {}, {}, node {}: {} (client {}){}", r.id, owner, node,
+             why, st_.client.ip, more);
 }
 
 bool Exchange::can_retry_idle_failure() const {
@@ -154,7 +187,7 @@ bool Exchange::start_try(int node, bool fresh) {
                   u.pool_size, u.pool_idle_ms, u.pool_requests};
   int err = 0;
   if (!up_->open(t, fresh, this, &err)) {
-    SLUICE_LOG(kError, "connect to {} failed: {}", n.addr_key, strerror(err));
+    report_failure(fmt::format("connect failed: {}", strerror(err)));
     st_.up_conf->report_failure(node, health::Failure::kTcp);
     return false;
   }
@@ -200,10 +233,9 @@ Exchange::Step Exchange::send_request() {
         }
         return Step::kWait;
       case proxy::UpstreamRequest::Send::kConnectFailed:
-        SLUICE_LOG(kError, "connect to {} failed: {}", st_.up_conf->nodes[st_.node].addr_key,
-                   strerror(err));
+        report_failure(fmt::format("connect failed: {}", strerror(err)));
         st_.up_conf->report_failure(st_.node, health::Failure::kTcp);
-        try_next_or_fail(502, "connect failed");
+        try_next_or_fail(502, "connect failed", true);
         return Step::kProgress;
       case proxy::UpstreamRequest::Send::kWriteFailed:
         return upstream_write_failed(err);
@@ -277,15 +309,13 @@ Exchange::Step Exchange::relay_early_answer() {
 }
 
 Exchange::Step Exchange::upstream_write_failed(int err) {
-  SLUICE_LOG(kInfo, "write to upstream {} failed: {}", st_.up_conf->nodes[st_.node].addr_key,
-             strerror(err));
   if (retry_idle("closed before the request was written")) {
     return Step::kProgress;
   }
   if (up_->answered_early()) {
     return relay_early_answer();  // e.g. a 413, and the upstream closed
   }
-  try_next_or_fail(502, "upstream write failed");
+  try_next_or_fail(502, fmt::format("write failed: {}", strerror(err)));
   return Step::kProgress;
 }
 

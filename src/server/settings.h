@@ -31,6 +31,9 @@ struct Settings {
   RealIpConfig real_ip;
   // How long a connection waits for the admin handler's answer before a 504 and close.
   uint32_t admin_reply_timeout_ms = 60000;
+  // apisix.show_upstream_status_in_response_header: X-APISIX-Upstream-Status on every response
+  // an upstream was tried for, not only when the last try's status is 5xx.
+  bool show_upstream_status = false;
   // Batch socket calls through io_uring where the kernel allows it (io/ring.h).
   bool io_uring = true;
 };

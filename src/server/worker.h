@@ -17,6 +17,7 @@
 #include "proxy/pool.h"
 #include "server/conn_limits.h"
 #include "server/exchange.h"
+#include "server/incident_log.h"
 #include "server/listener.h"
 #include "server/settings.h"
 #include "snapshot/snapshot.h"
@@ -88,6 +89,8 @@ class Worker final : public plugin::Host {
   void take_buffer(io::Buffer* b);
   void give_buffer(io::Buffer* b);
   int id() const { return id_; }
+  // Upstream failures, reported once per incident (incident_log.h).
+  IncidentLog& incidents() { return incidents_; }
 
   // --- the plugins' view of this worker (plugin::Host) ---
   plugin::WorkerLocal& plugin_local() { return plugin_local_; }
@@ -128,6 +131,7 @@ class Worker final : public plugin::Host {
   std::unordered_map<uint64_t, Exchange*> plugin_waiting_;
   uint64_t next_plugin_token_ = 1;
   plugin::WorkerLocal plugin_local_;
+  IncidentLog incidents_;
   metrics::ConnStats stats_;
   std::unordered_map<ClientConn*, std::unique_ptr<ClientConn>> clients_;
   bool draining_ = false;

@@ -43,6 +43,9 @@ struct Upstream {
   std::string id;      // resource id, or "route:<id>" for an inline upstream
   uint32_t index = 0;  // position in the snapshot's upstream list
   std::vector<Node> nodes;
+  // Some node has an address. APISIX drops nodes whose host does not resolve, so an upstream
+  // left with none answers 503 "no valid upstream node", as one with no nodes at all.
+  bool any_resolved = false;
   int retries = 0;                // further nodes tried after a failed try (errors, timeouts)
   uint32_t retry_timeout_ms = 0;  // no new try this long after the first began; 0: unlimited
   BalancerType type = BalancerType::kRoundRobin;

@@ -344,6 +344,7 @@ std::shared_ptr<upstream::Upstream> make_upstream(int nodes, int retries) {
     n.host_header = n.addr_key;
     u->nodes.push_back(n);
   }
+  u->any_resolved = nodes > 0;
   u->retries = retries;
   return u;
 }

@@ -80,6 +80,7 @@ snapshot::SnapshotPtr make_snapshot(uint16_t up_port, uint64_t version) {
   node.resolved = io::make_sockaddr("127.0.0.1", up_port, &node.addr);
   node.addr_key = "127.0.0.1:" + std::to_string(up_port);
   up->nodes.push_back(node);
+  up->any_resolved = node.resolved;
   snapshot::Route r;
   r.id = "1";
   r.target = snapshot::RouteTarget::kUpstream;
