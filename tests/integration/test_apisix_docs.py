@@ -389,8 +389,17 @@ def test_gs_rate_limiting(quickstart):
     r = doc.run(RL_ENABLE)
     assert r.status == 200, r
     assert r.json()["value"]["plugins"]["limit-count"]["count"] == 2
-    # "Validate": out of 100 requests, 2 pass and 98 are rejected with 503.
-    assert doc.sh(RL_VALIDATE) == '"200": 2, "503": 98'
+    # "Validate": out of 100 requests, 2 pass and 98 are rejected with 503. (The window is
+    # 10 s: on a machine so loaded that 100 curls take longer, each new window lets 2 more
+    # through, and only that bound is checked.)
+    t0 = time.monotonic()
+    out = doc.sh(RL_VALIDATE)
+    took = time.monotonic() - t0
+    if took < 9.5:
+        assert out == '"200": 2, "503": 98', out
+    else:
+        passed = int(re.fullmatch(r'"200": (\d+), "503": \d+', out).group(1))
+        assert 2 <= passed <= 2 * (int(took // 10) + 1), (out, took)
     # "Disable Rate Limiting" with _meta.disable, then "Validate": all 100 pass.
     r = doc.run(RL_DISABLE)
     assert r.status == 200, r
