@@ -31,7 +31,8 @@ from harness import (OMIT, WELL_KNOWN_ADMIN_KEY, Gateway, get, http, parse_head,
 # What the doc pages call their upstreams, and which fake upstream stands in for each. The
 # fake upstream answers with a JSON description of the request it received ("upstream" is
 # its name, "target" the request target, "headers" the header list).
-UPSTREAM_A = ("httpbin.org:80", "httpbin.org:443", "127.0.0.1:1980", "127.0.0.1:80")
+UPSTREAM_A = ("httpbin.org:80", "httpbin.org:443", "127.0.0.1:1980", "127.0.0.1:80",
+              "127.0.0.1:8080")
 UPSTREAM_B = ("127.0.0.1:1981", "mock.api7.ai:443", "foo.com:80")
 UPSTREAM_C = ("127.0.0.1:1982",)
 KINDS = ("routes", "services", "plugin_configs", "upstreams", "consumers", "global_rules")
@@ -517,12 +518,16 @@ def test_admin_api_route_ttl(shared):
     assert value_of(doc, "/routes/2")["uri"] == "/aa/index.html"
 
 
-def _patch_steps(doc, base):
+def _patch_steps(doc, base, v3=False):
     """admin-api.md's PATCH examples for the nodes of a route, a service or an upstream
-    (`base` is the object's Admin API path; `nodes` the path to its nodes in the value)."""
+    (`base` is the object's Admin API path). v3: the 3.x page's form of the same commands
+    (the Admin API port, $admin_key)."""
     n = "/upstream/nodes" if "upstreams" not in base else "/nodes"
     pre = '$ curl http://127.0.0.1:9080/apisix/admin%s ' \
           "-H'X-API-KEY: edd1c9f034335f136f87ad84b625c8f1' -X PATCH -i -d '" % base
+    if v3:
+        pre = 'curl http://127.0.0.1:9180/apisix/admin%s \\\n' \
+              '-H "X-API-KEY: $admin_key" -X PATCH -i -d \'' % base
     inner = (lambda s: s) if "upstreams" in base else \
         (lambda s: '{\n    "upstream": ' + s + '\n}')
 
@@ -761,6 +766,260 @@ def test_admin_api_plugins(shared):
     assert r.status == 200, r
     assert {"limit-count", "prometheus", "proxy-rewrite", "response-rewrite"} <= set(r.json), r
     assert r.json["limit-count"]["priority"] == 1002, r
+
+
+# --------------------------------------------------------------------------- admin-api.md, 3.x
+# The 3.x page (apache/apisix docs/en/latest/admin-api.md as stored, 108,129 characters):
+# the Admin API port 9180, $admin_key. Its route, service and upstream examples are the
+# 2.x page's requests in this form; the sections new in 3.x follow.
+
+V3 = "curl http://127.0.0.1:9180/apisix/admin"
+
+
+def test_admin_api_v3_examples(shared):
+    doc = shared
+    # "Route", "Example API usage": "Create a route" -> 201, then the PATCH examples.
+    r = doc.run(V3 + '''/routes/1 -H "X-API-KEY: $admin_key" -X PUT -i -d '
+        {
+            "uri": "/index.html",
+            "hosts": ["foo.com", "*.bar.com"],
+            "remote_addrs": ["127.0.0.0/8"],
+            "methods": ["PUT", "GET"],
+            "enable_websocket": true,
+            "upstream": {
+                "type": "roundrobin",
+                "nodes": {
+                    "127.0.0.1:1980": 1
+                }
+            }
+        }'
+        ''')
+    assert r.status == 201, r
+    _patch_steps(doc, "/routes/1", v3=True)
+    # "Service", "Create a service" -> 201, then its PATCH examples.
+    r = doc.run(V3 + '''/services/201  \\
+        -H "X-API-KEY: $admin_key" -X PUT -i -d '
+        {
+            "plugins": {
+                "limit-count": {
+                    "count": 2,
+                    "time_window": 60,
+                    "rejected_code": 503,
+                    "key": "remote_addr"
+                }
+            },
+            "enable_websocket": true,
+            "upstream": {
+                "type": "roundrobin",
+                "nodes": {
+                    "127.0.0.1:1980": 1
+                }
+            }
+        }'
+        ''')
+    assert r.status == 201, r
+    _patch_steps(doc, "/services/201", v3=True)
+    # "Upstream", "Create an Upstream and modify the data in nodes".
+    r = doc.run(V3 + '''/upstreams/100  \\
+        -H "X-API-KEY: $admin_key" -i -X PUT -d '
+        {
+            "type":"roundrobin",
+            "nodes":{
+                "127.0.0.1:1980": 1
+            }
+        }'
+        ''')
+    assert r.status == 201, r
+    _patch_steps(doc, "/upstreams/100", v3=True)
+
+
+def test_admin_api_v3_force_delete(shared):
+    doc = shared
+    # "Force Delete": an upstream and a route using it; the answers the page prints.
+    r = doc.run('''
+        $ curl http://127.0.0.1:9180/apisix/admin/upstreams/1 -H "X-API-KEY: $admin_key" -X PUT -d '{
+            "nodes": {
+                "127.0.0.1:8080": 1
+            },
+            "type": "roundrobin"
+        }'
+        ''')
+    assert r.status == 201, r
+    r = doc.run('''
+        $ curl http://127.0.0.1:9180/apisix/admin/routes/1 -H "X-API-KEY: $admin_key" -X PUT -d '{
+            "uri": "/*",
+            "upstream_id": 1
+        }'
+        ''')
+    assert r.status == 201, r
+    v = r.json()["value"]  # the page: upstream_id 1, uri /*, id "1" and the two times
+    assert (r.json()["key"], v["upstream_id"], v["uri"], v["id"]) == (
+        "/apisix/routes/1", 1, "/*", "1"), r
+    assert isinstance(v["create_time"], int) and isinstance(v["update_time"], int), r
+    in_use = {"error_msg": "can not delete this upstream, route [1] is still using it now"}
+    r = doc.run('$ curl http://127.0.0.1:9180/apisix/admin/upstreams/1 '
+                '-H "X-API-KEY: $admin_key" -X DELETE')
+    assert (r.status, r.json()) == (400, in_use), r
+    r = doc.run('$ curl "http://127.0.0.1:9180/apisix/admin/upstreams/1?force=anyvalue" '
+                '-H "X-API-KEY: $admin_key" -X DELETE')
+    assert (r.status, r.json()) == (400, in_use), r
+    r = doc.run('$ curl "http://127.0.0.1:9180/apisix/admin/upstreams/1?force=true" '
+                '-H "X-API-KEY: $admin_key" -X DELETE')
+    assert (r.status, r.json()) == (200, {"deleted": "1", "key": "/apisix/upstreams/1"}), r
+
+
+def test_admin_api_v3_list_queries(shared):
+    doc = shared
+    # Routes for the list queries to find (the page assumes some exist): one named "test-a"
+    # on /foo bound to service 1, one named "other" on /bar.
+    assert doc.admin("PUT", "/services/1", {
+        "upstream": {"nodes": {doc.addr("127.0.0.1:1980"): 1}}}).status == 201
+    assert doc.admin("PUT", "/routes/a", {"uri": "/foo", "name": "test-a",
+                                          "service_id": "1"}).status == 201
+    assert doc.admin("PUT", "/routes/b", {"uri": "/bar", "name": "other", "upstream": {
+        "nodes": {doc.addr("127.0.0.1:1980"): 1}}}).status == 201
+    # "Support paging query": {"total": ..., "list": [...]}.
+    r = doc.run('''
+        curl "http://127.0.0.1:9180/apisix/admin/routes?page=1&page_size=10" \\
+        -H "X-API-KEY: $admin_key" -X GET
+        ''')
+    assert r.status == 200 and r.json()["total"] == 2 and len(r.json()["list"]) == 2, r
+    # "Support filtering query": name contains "test", uri contains "foo", and `label=`.
+    # The page says the empty label sets no restriction and shows total 1; APISIX's code
+    # (admin/resource.lua, filter) treats the empty string as a label to match, so a route
+    # without that label is left out: total 0. Sluice does what the code does.
+    r = doc.run('''
+        curl 'http://127.0.0.1:9180/apisix/admin/routes?name=test&uri=foo&label=' \\
+        -H "X-API-KEY: $admin_key" -X GET
+        ''')
+    assert r.status == 200 and r.json()["total"] == 0, r
+    r = doc.admin("GET", "/routes?name=test&uri=foo")  # the same without the label
+    assert [i["key"] for i in r.json["list"]] == ["/apisix/routes/a"], r
+
+
+@pytest.mark.xfail(strict=True, reason="issue #21 item 9: the list query's `filter` argument "
+                   "(APISIX 3.13: filter=service_id%3D1) is ignored: every route is listed")
+def test_admin_api_v3_reference_filter(shared):
+    doc = shared
+    assert doc.admin("PUT", "/services/1", {
+        "upstream": {"nodes": {doc.addr("127.0.0.1:1980"): 1}}}).status == 201
+    assert doc.admin("PUT", "/routes/a", {"uri": "/foo", "service_id": "1"}).status == 201
+    assert doc.admin("PUT", "/routes/b", {"uri": "/bar", "upstream": {
+        "nodes": {doc.addr("127.0.0.1:1980"): 1}}}).status == 201
+    # "Support reference filtering query" (3.13): only the route with service_id 1.
+    r = doc.run('''
+        curl 'http://127.0.0.1:9180/apisix/admin/routes?filter=service_id%3D1' \\
+        -H "X-API-KEY: $admin_key" -X GET
+        ''')
+    assert r.status == 200 and [i["key"] for i in r.json()["list"]] == ["/apisix/routes/a"], r
+
+
+def test_admin_api_v3_credential(shared):
+    doc = shared
+    # "Credential", "Example API usage" (prerequisite: consumer jack, PUT here): APISIX
+    # answers 200 with the credential. Difference: no credentials resource in Sluice (and
+    # no key-auth): 400, the consumer unchanged.
+    assert doc.admin("PUT", "/consumers", {"username": "jack"}).status == 201
+    r = doc.run(V3 + '''/consumers/jack/credentials/auth-one  \\
+        -H "X-API-KEY: $admin_key" -X PUT -i -d '
+        {
+            "plugins": {
+                "key-auth": {
+                    "key": "auth-one"
+                }
+            }
+        }'
+        ''')
+    assert r.status == 400, r
+    assert "plugins" not in value_of(doc, "/consumers/jack")
+
+
+def test_admin_api_v3_plugins(shared):
+    doc = shared
+    # "Plugin", "Example API usage": the list, then key-auth's schema (not shipped: 404).
+    r = doc.run('''
+        curl "http://127.0.0.1:9180/apisix/admin/plugins/list" \\
+        -H 'X-API-KEY: edd1c9f034335f136f87ad84b625c8f1'
+        ''')
+    assert r.status == 200 and "proxy-rewrite" in r.json(), r
+    r = doc.run('curl "http://127.0.0.1:9180/apisix/admin/plugins/key-auth?subsystem=http" '
+                "-H 'X-API-KEY: edd1c9f034335f136f87ad84b625c8f1'")
+    assert (r.status, r.json()) == (404, {"error_msg": "plugin not found: key-auth"}), r
+
+
+def test_admin_api_v3_secrets(shared):
+    doc = shared
+    # "Secret", "When Secret Manager is Vault": the page prints 200 and the stored value;
+    # a PUT that creates the key answers 201 (APISIX's resource.lua; COMPAT.md).
+    r = doc.run('''
+        curl -i http://127.0.0.1:9180/apisix/admin/secrets/vault/test2 \\
+        -H "X-API-KEY: $admin_key" -X PUT -d '
+        {
+            "uri": "http://xxx/get",
+            "prefix" : "apisix",
+            "token" : "apisix"
+        }'
+        ''')
+    assert r.status == 201, r
+    want = {"id": "vault/test2", "token": "apisix", "prefix": "apisix", "uri": "http://xxx/get"}
+    assert r.json()["key"] == "/apisix/secrets/vault/test2", r
+    assert {k: r.json()["value"].get(k) for k in want} == want, r
+    # "When Secret Manager is AWS" -> 201, the value as printed.
+    r = doc.run('''
+        curl -i http://127.0.0.1:9180/apisix/admin/secrets/aws/test3 \\
+        -H "X-API-KEY: $admin_key" -X PUT -d '
+        {
+            "endpoint_url": "http://127.0.0.1:4566",
+            "region": "us-east-1",
+            "access_key_id": "access",
+            "secret_access_key": "secret",
+            "session_token": "token"
+        }'
+        ''')
+    assert r.status == 201 and r.json()["value"]["id"] == "aws/test3", r
+    assert r.json()["value"]["region"] == "us-east-1", r
+    # "When Secret Manager is GCP": APISIX stores it. Difference: Sluice knows only the
+    # vault and aws managers: 400.
+    r = doc.run('''
+        curl -i http://127.0.0.1:9180/apisix/admin/secrets/gcp/test4 \\
+        -H "X-API-KEY: $admin_key" -X PUT -d '
+        {
+            "auth_config" : {
+                "client_email": "email@apisix.iam.gserviceaccount.com",
+                "private_key": "private_key",
+                "project_id": "apisix-project",
+                "token_uri": "https://oauth2.googleapis.com/token",
+                "entries_uri": "https://secretmanager.googleapis.com/v1",
+                "scope": ["https://www.googleapis.com/auth/cloud-platform"]
+            }
+        }'
+        ''')
+    assert (r.status, r.json()) == (400, {"error_msg": "invalid secret manager: gcp"}), r
+    for sid in ("vault/test2", "aws/test3"):  # the shared gateway's wipe does not list secrets
+        assert doc.admin("DELETE", "/secrets/" + sid).status == 200
+
+
+@pytest.mark.xfail(strict=True, reason="issue #21 item 9: POST /apisix/admin/schema/validate/"
+                   "{resource} (APISIX 3.5+) is not served: Sluice answers 404 Unsupported "
+                   "resource type: schema")
+def test_admin_api_v3_schema_validate(shared):
+    doc = shared
+    # "Schema validation": APISIX answers 400 with the schema error, stores nothing.
+    r = doc.run('''
+        curl http://127.0.0.1:9180/apisix/admin/schema/validate/routes \\
+            -H "X-API-KEY: $admin_key" -X POST -i -d '{
+            "uri": 1980,
+            "upstream": {
+                "scheme": "https",
+                "type": "roundrobin",
+                "nodes": {
+                    "nghttp2.org": 1
+                }
+            }
+        }'
+        ''')
+    assert (r.status, r.json()) == (400, {"error_msg": 'property "uri" validation failed: '
+                                           'wrong type: expected string, got number'}), r
 
 
 # =========================================================================== terminology
