@@ -35,7 +35,8 @@ UPSTREAM_A = ("httpbin.org:80", "httpbin.org:443", "127.0.0.1:1980", "127.0.0.1:
               "127.0.0.1:8080")
 UPSTREAM_B = ("127.0.0.1:1981", "mock.api7.ai:443", "foo.com:80")
 UPSTREAM_C = ("127.0.0.1:1982",)
-KINDS = ("routes", "services", "plugin_configs", "upstreams", "consumers", "global_rules")
+KINDS = ("routes", "services", "plugin_configs", "upstreams", "consumers", "consumer_groups",
+         "global_rules")
 
 
 class HttpbinEcho:
@@ -1593,6 +1594,117 @@ def test_terminology_secret(shared):
         refused_plugin(r, "key-auth")
     for sid in ("vault/1", "aws/1"):  # the shared gateway's wipe does not list secrets
         assert doc.admin("DELETE", "/secrets/" + sid).status == 200
+
+
+def test_terminology_consumer_group(shared):
+    doc = shared
+    # consumer-group.md (02ee41f), "Example": the group company_a with limit-count -> 201.
+    r = doc.run('''
+        curl http://127.0.0.1:9180/apisix/admin/consumer_groups/company_a \\
+        -H 'X-API-KEY: edd1c9f034335f136f87ad84b625c8f1' -X PUT -d '
+        {
+            "plugins": {
+                "limit-count": {
+                    "count": 200,
+                    "time_window": 60,
+                    "rejected_code": 503,
+                    "group": "grp_company_a"
+                }
+            }
+        }'
+        ''')
+    assert r.status == 201, r
+    # A key-auth consumer in that group: APISIX 201. Difference: key-auth is not shipped.
+    r = doc.run('''
+        curl http://127.0.0.1:9180/apisix/admin/consumers \\
+        -H 'X-API-KEY: edd1c9f034335f136f87ad84b625c8f1' -X PUT -d '
+        {
+            "username": "jack",
+            "plugins": {
+                "key-auth": {
+                    "key": "auth-one"
+                }
+            },
+            "group_id": "company_a"
+        }'
+        ''')
+    refused_plugin(r, "key-auth")
+    # "When APISIX can't find the Consumer Group with the group_id ... 400".
+    r = doc.admin("PUT", "/consumers", {"username": "jack", "group_id": "company_b"})
+    assert r.status == 400 and "company_b" in r.json["error_msg"], r
+    # The merge example (objects shown without commands): group bar -> 201; consumer foo
+    # with basic-auth (not shipped: refused by name).
+    assert doc.admin("PUT", "/consumer_groups/bar", {
+        "plugins": {"response-rewrite": {"body": "hello"}}}).status == 201
+    refused_plugin(doc.admin("PUT", "/consumers", {
+        "username": "foo", "group_id": "bar",
+        "plugins": {"basic-auth": {"username": "foo", "password": "bar"},
+                    "response-rewrite": {"body": "world"}}}), "basic-auth")
+
+
+def test_terminology_credential(shared):
+    doc = shared
+    # credential.md (207617f), "Example" 1: consumer jack without an auth plugin -> 201.
+    r = doc.run('''
+        curl http://127.0.0.1:9180/apisix/admin/consumers \\
+        -H "X-API-KEY: $admin_key" -X PUT -d '
+        {
+            "username": "jack"
+        }'
+        ''')
+    assert r.status == 201, r
+    # 2: two key-auth credentials: APISIX 201. Difference: no credentials resource: 400.
+    for name, key in (("key-auth-one", "auth-one"), ("key-auth-two", "auth-two")):
+        r = doc.run('''
+            curl http://127.0.0.1:9180/apisix/admin/consumers/jack/credentials/%s \\
+            -H "X-API-KEY: $admin_key" -X PUT -d '
+            {
+                "plugins": {
+                    "key-auth": {
+                        "key": "%s"
+                    }
+                }
+            }'
+            ''' % (name, key))
+        assert r.status == 400, r
+    # 3: the key-auth route: refused (not shipped); 4: so both keys find no route.
+    r = doc.run('''
+        curl http://127.0.0.1:9180/apisix/admin/routes/1 \\
+        -H "X-API-KEY: $admin_key" -X PUT -d '
+        {
+            "plugins": {
+                "key-auth": {}
+            },
+            "upstream": {
+                "nodes": {
+                    "127.0.0.1:1980": 1
+                },
+                "type": "roundrobin"
+            },
+            "uri": "/hello"
+        }'
+        ''')
+    refused_plugin(r, "key-auth")
+    for key in ("auth-one", "auth-two"):
+        assert doc.run("curl http://127.0.0.1:9080/hello -H 'apikey: %s' -I" % key).status \
+            == 404
+    # limit-count for the consumer -> 200 (jack exists).
+    r = doc.run('''
+        curl http://127.0.0.1:9180/apisix/admin/consumers \\
+        -H "X-API-KEY: $admin_key" -X PUT -d '
+        {
+            "username": "jack",
+            "plugins": {
+                "limit-count": {
+                    "count": 2,
+                    "time_window": 60,
+                    "rejected_code": 503,
+                    "key": "remote_addr"
+                }
+            }
+        }'
+        ''')
+    assert r.status == 200 and r.json()["value"]["plugins"]["limit-count"]["count"] == 2, r
 
 
 def test_terminology_script(shared):
