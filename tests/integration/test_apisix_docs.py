@@ -1707,6 +1707,31 @@ def test_terminology_credential(shared):
     assert r.status == 200 and r.json()["value"]["plugins"]["limit-count"]["count"] == 2, r
 
 
+def test_terminology_router(tmp_path, ups):
+    # router.md (1e4d4f2), "Configuration": apisix.router.http in config.yaml. Difference:
+    # Sluice has one router, APISIX's default radixtree_host_uri; the key is named in the
+    # start-up warning (as every unsupported key is), whatever its value.
+    gw = _gateway(tmp_path / "gw", config={"apisix": {"router": {"http": "radixtree_uri"}}})
+    try:
+        assert "apisix.router is not supported yet" in gw.log_text(), gw.log_tail()
+        doc = Doc(gw, ups)
+        node = {"nodes": {doc.addr("127.0.0.1:1980"): 1}}
+        # The page's matching rules (routes PUT here; the page shows none): an absolute
+        # match (/foo/bar), a prefix match (/foo* matches /foo/, /foo/a and /foo/b), and
+        # "First try an absolute match, if it didn't match, try prefix matching".
+        for rid, uri in (("abs", "/foo/bar"), ("pre", "/foo*")):
+            assert doc.admin("PUT", "/routes/" + rid, {
+                "uri": uri, "upstream": node,
+                "plugins": {"proxy-rewrite": {"headers": {"set": {"X-Route": rid}}}}}
+            ).status == 201
+        for path, rid in (("/foo/bar", "abs"), ("/foo/", "pre"), ("/foo/a", "pre"),
+                          ("/foo/b", "pre"), ("/foo/bar/x", "pre")):
+            echo = json.loads(get(gw.port, path).body)
+            assert sent_header(echo, "X-Route") == [rid], (path, echo)
+    finally:
+        _stop(gw)
+
+
 def test_terminology_script(shared):
     doc = shared
     # script.md: a route with a Lua `script` (the page shows only the field; uri and
