@@ -304,7 +304,12 @@ REQUEST_CASES = [
     case("space-before-colon", b"GET /t HTTP/1.1\r\nHost : h\r\n\r\n", 400),
     case("tab-before-colon", G + b"X-A\t: a\r\n\r\n", 400),
     case("space-in-name", G + b"X A: a\r\n\r\n", 400),
-    case("bad-char-in-name", G + b"X[A]: a\r\n\r\n", 400),
+    # nginx's ignore_invalid_headers (on by default): a visible non-token character drops the
+    # line, which then frames nothing and never reaches the upstream.
+    case("bad-char-in-name", G + b"X[A]: a\r\n" + CLOSE_HDR + b"\r\n", 200,
+         Forwarded(Req("GET", "/t", absent=("x[a]",)))),
+    case("quoted-te-name-is-not-te", P + b"\"Transfer-Encoding\": chunked\r\n" + CLOSE_HDR +
+         b"\r\n", 200, Forwarded(Req("POST", "/t", absent=("\"transfer-encoding\"",)))),
     case("empty-name", G + b": a\r\n\r\n", 400),
     case("no-colon", G + b"X-A\r\n\r\n", 400),
     case("nul-in-name", G + b"X\x00A: a\r\n\r\n", 400),

@@ -136,11 +136,20 @@ const char* bad_name_reason(const char* name, const char* stop) {
   return "invalid character in field name";
 }
 
-// One `name: OWS value OWS CRLF` line starting at p.
-ParseResult parse_field_line(const char* p, const char* end, http::Header* h) {
+// One `name: OWS value OWS CRLF` line starting at p. With `invalid_name` given, a name holding
+// visible non-token characters is taken whole and flagged rather than refused.
+ParseResult parse_field_line(const char* p, const char* end, http::Header* h,
+                             bool* invalid_name = nullptr) {
   const char* n = p;
   while (n < end && is_tchar(*n)) {
     ++n;
+  }
+  if (invalid_name != nullptr) {
+    *invalid_name = false;
+    while (n<end&& * n> ' ' && *n < 0x7f && *n != ':') {  // bytes >= 0x80 stop, char signed or not
+      *invalid_name = true;
+      ++n;
+    }
   }
   if (n == end) {
     return parse_incomplete();
@@ -210,7 +219,8 @@ ParseResult check_crlf(const char* stop, const char* end) {
 }
 
 ParseResult parse_fields(const char* begin, const char* end, size_t max_fields,
-                         http::Header* headers, size_t* num_headers, FieldSummary* summary) {
+                         http::Header* headers, size_t* num_headers, FieldSummary* summary,
+                         bool ignore_invalid_names) {
   const char* p = begin;
   for (;;) {
     if (p == end) {
@@ -230,9 +240,14 @@ ParseResult parse_fields(const char* begin, const char* end, size_t max_fields,
       return parse_error(431, "too many header fields");
     }
     http::Header* h = &headers[*num_headers];
-    ParseResult line = parse_field_line(p, end, h);
+    bool invalid_name = false;
+    ParseResult line = parse_field_line(p, end, h, ignore_invalid_names ? &invalid_name : nullptr);
     if (line.status != ParseStatus::kComplete) {
       return line;
+    }
+    if (invalid_name) {
+      p += line.consumed;  // left out: it names nothing the gateway or an upstream may read
+      continue;
     }
     note_field(*h, summary);
     ++*num_headers;

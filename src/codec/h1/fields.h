@@ -37,8 +37,12 @@ ParseResult check_crlf(const char* stop, const char* end);
 
 // Parses field lines from `begin` through the empty line that ends the head. kComplete's
 // `consumed` counts from `begin`. Errors are 400 (syntax) or 431 (more than `max_fields`).
+// `ignore_invalid_names`: as nginx's ignore_invalid_headers (on by default), a line whose name
+// holds a visible character outside the token set (`"X-A": b`, `X(Y: b`) is left out of the
+// head rather than refused; one with a space or control character in its name is still a 400.
 ParseResult parse_fields(const char* begin, const char* end, size_t max_fields,
-                         http::Header* headers, size_t* num_headers, FieldSummary* summary);
+                         http::Header* headers, size_t* num_headers, FieldSummary* summary,
+                         bool ignore_invalid_names = false);
 
 // Body framing decided by the fields alone.
 struct Framing {

@@ -223,7 +223,8 @@ ParseResult parse_request_head(std::string_view view, const Limits& limits,
   FieldSummary s;
   const char* fields = stop + 2;
   size_t max_fields = std::min(limits.max_headers, http::kMaxHeaders);
-  r = parse_fields(fields, end, max_fields, out->headers, &out->num_headers, &s);
+  r = parse_fields(fields, end, max_fields, out->headers, &out->num_headers, &s,
+                   /*ignore_invalid_names=*/true);
   if (r.status != ParseStatus::kComplete) {
     return r;
   }
