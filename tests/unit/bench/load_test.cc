@@ -105,8 +105,9 @@ TEST(LoadTest, SyntheticServerBelowCapacityShowsItsServiceTime) {
   EXPECT_GE(h.min(), 2'000'000u);  // nothing completes faster than the service time
   EXPECT_GE(h.value_at_percentile(99), 2'000'000u);
   // Generous: a shared machine stalls a thread for tens of ms now and then, and the requests
-  // due meanwhile queue behind it; still far below the overload test's 100 ms.
-  EXPECT_LE(h.value_at_percentile(50), 2'000'000u + 5'000'000u);
+  // due meanwhile queue behind it, and under qemu (the arm64 leg, 9.4 ms seen on a loaded
+  // host) every call costs more; still far below the overload test's 100 ms.
+  EXPECT_LE(h.value_at_percentile(50), 2'000'000u + 25'000'000u);
   EXPECT_LE(h.value_at_percentile(99), 2'000'000u + 50'000'000u);
 }
 
