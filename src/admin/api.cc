@@ -239,6 +239,14 @@ AdminResponse Api::handle(const server::AdminRequest& req) {
 
 AdminResponse Api::dispatch(Call& c) {
   const std::string& m = c.req.method;
+  if (c.kind->name == "consumers" &&
+      (c.sub_path == "credentials" || c.sub_path.starts_with("credentials/"))) {
+    // APISIX 3.7's sub-resource. 400, as for every feature Sluice refuses as not supported
+    // yet: a 404 would read as "no such credential", which a script may take as "create it".
+    return error_reply(400,
+                       "consumer credentials (/apisix/admin/consumers/{username}/credentials, "
+                       "APISIX 3.7+) are not supported yet");
+  }
   if (m == "GET") {
     return c.id.empty() ? get_list(c) : get_one(c);
   }

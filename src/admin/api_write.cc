@@ -32,7 +32,8 @@ StatusOr<Json> parse_body(const std::string& body, bool object_only) {
   }
   Json j;
   try {
-    j = Json::parse(body);
+    auto escaped = escape_raw_controls(body);
+    j = Json::parse(escaped ? *escaped : body);
   } catch (const Json::parse_error& e) {
     // Our own words, not the library's: only the position is passed on.
     return Status::error(body.empty() ? std::string("invalid request body: empty body")
@@ -43,8 +44,7 @@ StatusOr<Json> parse_body(const std::string& body, bool object_only) {
     return Status::error("invalid request body: malformed JSON");
   }
   if (object_only && !j.is_object()) {
-    return Status::error("invalid configuration: wrong type: expected object, got " +
-                         std::string(j.is_array() ? "array" : j.type_name()));
+    return Status::error("invalid configuration: " + schema::wrong_type("object", j).message());
   }
   return j;
 }
@@ -67,14 +67,42 @@ std::optional<std::string> body_id(const Json& obj, const char* field) {
   return id ? *id : std::string();
 }
 
+// APISIX's check_forbidden_properties (admin/resource.lua): the times are the server's, on the
+// object itself, on its inline upstream and among its plugins; its text has the two spaces.
 Status server_set_fields(const Json& obj) {
-  for (const char* f : {"create_time", "update_time"}) {
-    if (obj.is_object() && obj.contains(f)) {
-      return Status::error(
-          fmt::format("invalid configuration: property \"{}\" is set by the server", f));
+  if (!obj.is_object()) {
+    return Status::ok();
+  }
+  for (const char* where : {"", "upstream", "plugins"}) {
+    const Json* in = &obj;
+    if (*where != '\0') {
+      auto it = obj.find(where);
+      if (it == obj.end() || !it->is_object()) {
+        continue;
+      }
+      in = &*it;
+    }
+    for (const char* f : {"create_time", "update_time"}) {
+      if (in->contains(f)) {
+        return Status::error(
+            fmt::format("the property is forbidden:  {}{}{}", where, *where != '\0' ? "." : "", f));
+      }
     }
   }
   return Status::ok();
+}
+
+// `body` placed where a sub path PATCH puts it ("upstream/nodes" -> {"upstream":{"nodes":..}}),
+// so that the checks on a whole object see it.
+Json nest_at(std::string_view sub_path, const Json& body) {
+  Json out = body;
+  while (!sub_path.empty()) {
+    size_t slash = sub_path.rfind('/');
+    std::string_view last = slash == std::string_view::npos ? sub_path : sub_path.substr(slash + 1);
+    out = Json{{std::string(last), std::move(out)}};
+    sub_path = slash == std::string_view::npos ? std::string_view() : sub_path.substr(0, slash);
+  }
+  return out;
 }
 
 StatusOr<int64_t> ttl_arg(std::string_view query) {
@@ -282,13 +310,7 @@ AdminResponse Api::patch(Call& c) {
   if (!ttl || !body) {
     return error_reply(400, (!ttl ? ttl.status() : body.status()).message());
   }
-  std::string_view first = std::string_view(c.sub_path).substr(0, c.sub_path.find('/'));
-  if (first == "create_time" || first == "update_time") {
-    return error_reply(400, fmt::format("invalid configuration: property \"{}\" is set by the "
-                                        "server",
-                                        first));
-  }
-  if (Status st = server_set_fields(*body); c.sub_path.empty() && !st) {
+  if (Status st = server_set_fields(nest_at(c.sub_path, *body)); !st) {
     return error_reply(400, st.message());
   }
   auto existing = store_.get(key_of(k, c.id));

@@ -9,6 +9,17 @@ using common::StatusOr;
 
 namespace {
 
+// APISIX's reason ("missing apikey") and then how to pass a key and where the keys live:
+// APISIX's getting-started runs without a key, Sluice never does. The key itself is never
+// written here, not even the well-known default: a 401 must not hand out a working key.
+std::string key_hint(std::string_view why) {
+  return fmt::format(
+      "{}: send an admin key in the X-API-KEY header (or as ?api_key=); the keys are "
+      "deployment.admin.admin_key in conf/config.yaml, where the shipped file has APISIX's "
+      "well-known default key (accepted from loopback clients only)",
+      why);
+}
+
 server::AdminResponse token_error(std::string_view why) {
   server::AdminResponse r;
   r.status = 401;
@@ -127,7 +138,7 @@ std::optional<server::AdminResponse> Auth::check(const server::AdminRequest& req
     given = c;
   }
   if (!given || given->empty()) {
-    return token_error("missing apikey");
+    return token_error(key_hint("missing apikey"));
   }
   const config::AdminKey* match = nullptr;
   for (const auto& k : keys_) {
@@ -136,7 +147,7 @@ std::optional<server::AdminResponse> Auth::check(const server::AdminRequest& req
     }
   }
   if (match == nullptr) {
-    return token_error("wrong apikey");
+    return token_error(key_hint("wrong apikey"));
   }
   if (match->key == config::kWellKnownAdminKey && !is_loopback(req.peer)) {
     return token_error("the default admin key is accepted from loopback clients only");

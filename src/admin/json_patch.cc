@@ -80,4 +80,35 @@ bool nesting_within(std::string_view text, int max_depth) {
   return true;
 }
 
+std::optional<std::string> escape_raw_controls(std::string_view text) {
+  std::optional<std::string> out;
+  bool in_string = false;
+  bool escaped = false;
+  for (size_t i = 0; i < text.size(); ++i) {
+    const unsigned char c = static_cast<unsigned char>(text[i]);
+    if (in_string && !escaped && c >= 0x01 && c < 0x20) {
+      if (!out) {
+        out.emplace(text.substr(0, i));
+      }
+      *out += fmt::format("\\u{:04x}", c);
+      continue;
+    }
+    if (in_string) {
+      if (escaped) {
+        escaped = false;
+      } else if (c == '\\') {
+        escaped = true;
+      } else if (c == '"') {
+        in_string = false;
+      }
+    } else if (c == '"') {
+      in_string = true;
+    }
+    if (out) {
+      out->push_back(static_cast<char>(c));
+    }
+  }
+  return out;
+}
+
 }  // namespace sluice::admin

@@ -2,6 +2,7 @@
 // The JSON edits behind the Admin API's PATCH: a recursive merge (objects merge, arrays and
 // scalars replace, null deletes) and a replacement at a sub path (`upstream/nodes`).
 
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -20,5 +21,11 @@ common::Status patch_at(config::Json& target, std::string_view sub_path, config:
 // False when `text` nests objects/arrays deeper than `max_depth` (checked before parsing, so
 // a hostile body cannot make any recursive JSON code run deep).
 bool nesting_within(std::string_view text, int max_depth);
+
+// `text` with the raw control characters (0x01-0x1f) inside JSON strings written as \u00XX
+// escapes, so that a body APISIX's decoder (lua-cjson, which takes them as they are) accepts
+// parses here too; nullopt when there are none. Outside strings nothing changes, and a NUL
+// stays a NUL, so the parser stays strict everywhere else.
+std::optional<std::string> escape_raw_controls(std::string_view text);
 
 }  // namespace sluice::admin

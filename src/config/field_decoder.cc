@@ -157,4 +157,14 @@ Status finish_decode(const FieldDecoder& d, const Json& plugins, PluginUse use) 
   return check_plugins(plugins, use);
 }
 
+Status finish_decode(const FieldDecoder& d, const std::optional<UpstreamConf>& upstream,
+                     const Json& plugins, PluginUse use) {
+  if (d.ok() && upstream) {
+    if (Status st = check_upstream_rules(*upstream); !st.is_ok()) {
+      return st;
+    }
+  }
+  return finish_decode(d, plugins, use);
+}
+
 }  // namespace sluice::config

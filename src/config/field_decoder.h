@@ -69,6 +69,13 @@ common::Status finish_decode(const FieldDecoder& d, const Json& plugins,
 
 // Shared between the resource decoders: decode one upstream object, errors as fragments.
 common::StatusOr<UpstreamConf> decode_upstream_fields(const Json& obj);
+// The rules APISIX's check_upstream_conf applies after the schema (chash needs a key, rewrite
+// needs upstream_host), with its texts, which carry no "invalid configuration: " prefix.
+common::Status check_upstream_rules(const UpstreamConf& u);
+// finish_decode for an object that may carry an inline upstream: the schema, then the upstream's
+// rules, then the plugins, in APISIX's order.
+common::Status finish_decode(const FieldDecoder& d, const std::optional<UpstreamConf>& upstream,
+                             const Json& plugins, PluginUse use = PluginUse::kHttp);
 // `invalid configuration: <fragment>`.
 common::Status invalid_configuration(const common::Status& fragment);
 

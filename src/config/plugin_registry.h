@@ -31,7 +31,7 @@ const PluginInfo* find_plugin(std::string_view name, std::span<const PluginInfo>
 
 // Checks a `plugins` object as APISIX's plugin.check_schema does, first error wins:
 //   not an object:      `invalid configuration: property "plugins" validation failed: wrong
-//                        type: expected object, got array`
+//                        type: expected object, got table`
 //   a conf not object:  `invalid plugin conf 1 for plugin [name]`
 //   unknown name:       `unknown plugin [name]`
 //   bad conf or _meta:  `failed to check the configuration of plugin <name> err: <msg>`

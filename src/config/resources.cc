@@ -36,7 +36,7 @@ StatusOr<ServiceConf> decode_service_fields(const Json& obj) {
   d.field("upstream_id", &s.upstream_id, as_id);
   d.field("hosts", &s.hosts, [](const Json& v) { return as_string_array(v, as_host); });
   d.field("enable_websocket", &s.enable_websocket, as_bool);
-  common::Status st = finish_decode(d, s.plugins);
+  common::Status st = finish_decode(d, s.upstream, s.plugins);
   if (!st.is_ok()) {
     return st;
   }

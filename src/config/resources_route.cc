@@ -88,6 +88,9 @@ StatusOr<RouteConf> decode_route_fields(const Json& obj) {
   RouteConf r;
   FieldDecoder d(obj);
   d.unsupported("script", "script is not supported");
+  d.unsupported("filter_func",
+                "filter_func is not supported: it is a Lua function run on each request, and "
+                "Sluice runs no Lua; express the condition with vars instead");
   d.only({"id",          "name",
           "desc",        "labels",
           "create_time", "update_time",
@@ -104,7 +107,7 @@ StatusOr<RouteConf> decode_route_fields(const Json& obj) {
   decode_match_fields(d, &r);
   decode_action_fields(d, &r);
   check_route_shape(d);
-  Status s = finish_decode(d, r.plugins);
+  Status s = finish_decode(d, r.upstream, r.plugins);
   if (!s.is_ok()) {
     return s;
   }

@@ -51,7 +51,7 @@ StatusOr<StreamRouteConf> decode_stream_route_fields(const Json& obj) {
   decode_common_fields(d, &r);
   decode_stream_match(d, &r);
   decode_stream_action(d, &r);
-  Status s = finish_decode(d, r.plugins, PluginUse::kStream);
+  Status s = finish_decode(d, r.upstream, r.plugins, PluginUse::kStream);
   if (!s.is_ok()) {
     return s;
   }

@@ -91,19 +91,23 @@ void decode_connection_fields(FieldDecoder& d, UpstreamConf* u) {
   });
 }
 
-void check_upstream_shape(FieldDecoder& d, const UpstreamConf& u) {
+void check_upstream_shape(FieldDecoder& d) {
   if (!d.has("nodes")) {
     d.fail("value should match only one schema, but matches none (an upstream needs nodes)");
-  }
-  if (u.pass_host == PassHost::kRewrite && !d.has("upstream_host")) {
-    d.fail(R"(property "upstream_host" is required when pass_host is "rewrite")");
-  }
-  if (u.type == BalancerType::kChash && u.hash_on != "consumer" && !d.has("key")) {
-    d.fail("missing key (a chash upstream needs a key unless hash_on is consumer)");
   }
 }
 
 }  // namespace
+
+Status check_upstream_rules(const UpstreamConf& u) {
+  if (u.pass_host == PassHost::kRewrite && u.upstream_host.empty()) {
+    return Status::error("`upstream_host` can't be empty when `pass_host` is `rewrite`");
+  }
+  if (u.type == BalancerType::kChash && u.hash_on != "consumer" && u.key.empty()) {
+    return Status::error("missing key");
+  }
+  return Status::ok();
+}
 
 StatusOr<UpstreamConf> decode_upstream_fields(const Json& obj) {
   UpstreamConf u;
@@ -111,13 +115,16 @@ StatusOr<UpstreamConf> decode_upstream_fields(const Json& obj) {
   for (const char* name : {"discovery_type", "service_name", "discovery_args"}) {
     d.unsupported(name, fmt::format("service discovery is not supported (found {})", name));
   }
+  d.unsupported("tls",
+                "tls (client_cert, client_key) is not supported yet: Sluice does not speak TLS "
+                "to upstreams yet, so the client certificate would never be presented");
   d.only({"id", "name", "desc", "labels", "create_time", "update_time", "type", "nodes", "retries",
           "retry_timeout", "timeout", "keepalive_pool", "pass_host", "upstream_host", "scheme",
           "hash_on", "key", "checks"});
   decode_common_fields(d, &u);
   decode_balancing_fields(d, &u);
   decode_connection_fields(d, &u);
-  check_upstream_shape(d, u);
+  check_upstream_shape(d);
   if (!d.ok()) {
     return d.status();
   }
@@ -130,6 +137,9 @@ StatusOr<UpstreamConf> decode_upstream(const Json& obj) {
     auto u = decode_upstream_fields(obj);
     if (!u.is_ok()) {
       return invalid_configuration(u.status());
+    }
+    if (Status st = check_upstream_rules(*u); !st.is_ok()) {
+      return st;
     }
     return u;
   });

@@ -123,14 +123,19 @@ StatusOr<std::vector<UpstreamNodeConf>> decode_node_array(const Json& v) {
 
 }  // namespace
 
+// APISIX's `nodes` schema is anyOf {object of weights, array of node objects}, so whatever is
+// wrong its jsonschema says only "object matches none of the required"; that text comes first
+// (scripts match on it) and what is wrong follows in parentheses.
 StatusOr<std::vector<UpstreamNodeConf>> decode_upstream_nodes(const Json& v) {
-  if (v.is_object()) {
-    return decode_node_map(v);
+  StatusOr<std::vector<UpstreamNodeConf>> nodes =
+      v.is_object()  ? decode_node_map(v)
+      : v.is_array() ? decode_node_array(v)
+                     : StatusOr<std::vector<UpstreamNodeConf>>(wrong_type("object or array", v));
+  if (!nodes.is_ok()) {
+    return Status::error(
+        fmt::format("object matches none of the required ({})", nodes.status().message()));
   }
-  if (v.is_array()) {
-    return decode_node_array(v);
-  }
-  return wrong_type("object or array", v);
+  return nodes;
 }
 
 void fill_default_ports(std::vector<UpstreamNodeConf>* nodes, const std::string& scheme) {

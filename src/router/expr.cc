@@ -143,6 +143,19 @@ void resolve_var(std::string_view var, ExprLeaf* leaf) {
   }
 }
 
+// Variables APISIX reads from the request body (post_arg_* from form and JSON bodies, graphql_*
+// from a GraphQL query). Sluice matches before the body is read, so such a rule could never
+// match: it is refused rather than stored.
+std::string_view body_var_reason(std::string_view var) {
+  if (var.starts_with("post_arg_")) {
+    return "matching on the request body is not implemented";
+  }
+  if (var == "graphql_operation" || var == "graphql_name" || var == "graphql_root_fields") {
+    return "matching on the request body (GraphQL) is not implemented";
+  }
+  return {};
+}
+
 // Decimal text of a JSON number as Lua's tostring would print it for integers.
 bool scalar_text(const Json& j, std::string* out) {
   if (j.is_string()) {
@@ -324,8 +337,12 @@ common::StatusOr<uint32_t> Compiler::compile_leaf(const Json& rule) {
   if (!rule[0].is_string()) {
     return fail("invalid expression", rule);
   }
+  const std::string& var = rule[0].get_ref<const std::string&>();
+  if (std::string_view why = body_var_reason(var); !why.empty()) {
+    return fail("variable " + var + " is not supported yet: " + std::string(why), rule);
+  }
   ExprLeaf leaf;
-  resolve_var(rule[0].get_ref<const std::string&>(), &leaf);
+  resolve_var(var, &leaf);
   leaf.var_name = rule[0].get<std::string>();
   const OpName* op = nullptr;
   const Json* val = nullptr;

@@ -14,6 +14,16 @@ namespace {
 // `%g` keeps 0 as "0" and 0.5 as "0.5", as Lua prints numbers.
 std::string number_text(double d) { return fmt::format("{:g}", d); }
 
+// Characters, not bytes, as APISIX's jsonschema counts minLength/maxLength (utf8_len): every
+// byte that does not continue a UTF-8 sequence starts a character.
+size_t utf8_length(std::string_view s) {
+  size_t n = 0;
+  for (char c : s) {
+    n += (static_cast<unsigned char>(c) & 0xC0) != 0x80 ? 1 : 0;
+  }
+  return n;
+}
+
 }  // namespace
 
 std::string json_type_name(const Json& v) {
@@ -35,8 +45,15 @@ std::string json_type_name(const Json& v) {
   }
 }
 
+std::string lua_type_name(const Json& v) {
+  if (v.is_object() || v.is_array()) {
+    return "table";
+  }
+  return v.is_null() ? "userdata" : json_type_name(v);
+}
+
 Status wrong_type(std::string_view expected, const Json& v) {
-  return Status::error(fmt::format("wrong type: expected {}, got {}", expected, json_type_name(v)));
+  return Status::error(fmt::format("wrong type: expected {}, got {}", expected, lua_type_name(v)));
 }
 
 std::string json_text(const Json& v) {
@@ -52,13 +69,13 @@ StatusOr<std::string> as_string(const Json& v, size_t min_len, size_t max_len) {
     return wrong_type("string", v);
   }
   const auto& s = v.get_ref<const std::string&>();
-  if (s.size() < min_len) {
+  const size_t len = utf8_length(s);
+  if (len < min_len) {
     return Status::error(
-        fmt::format("string too short, expected at least {}, got {}", min_len, s.size()));
+        fmt::format("string too short, expected at least {}, got {}", min_len, len));
   }
-  if (s.size() > max_len) {
-    return Status::error(
-        fmt::format("string too long, expected at most {}, got {}", max_len, s.size()));
+  if (len > max_len) {
+    return Status::error(fmt::format("string too long, expected at most {}, got {}", max_len, len));
   }
   return s;
 }

@@ -18,8 +18,13 @@ namespace sluice::schema {
 
 using Json = nlohmann::json;
 
-// The JSON type of `v` as APISIX reports it; integers and floats are both "number".
+// The JSON type of `v` in words (for config.yaml's own messages); integers and floats are
+// both "number".
 std::string json_type_name(const Json& v);
+// The type of `v` as APISIX's jsonschema names it: Lua's type() of the value cjson decoded, so
+// objects and arrays are both "table" and null is "userdata".
+std::string lua_type_name(const Json& v);
+// "wrong type: expected <expected>, got <lua_type_name>", APISIX's jsonschema text.
 common::Status wrong_type(std::string_view expected, const Json& v);
 // `v` as compact JSON for an error message; invalid UTF-8 is replaced, never thrown on.
 std::string json_text(const Json& v);

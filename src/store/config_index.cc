@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "config/field_decoder.h"
+#include "config/snapshot_builder.h"
 
 namespace sluice::store {
 
@@ -88,6 +89,18 @@ Status absorb(common::StatusOr<T> r, const std::string& key, std::vector<T>& v,
   return st;
 }
 
+// A route whose vars or remote_addrs no longer compile (stored by an older Sluice, before a
+// rule was refused) is skipped like any invalid value, so it cannot fail the whole build.
+common::StatusOr<config::RouteConf> compiled_route(const Json& v) {
+  auto r = config::decode_route(v);
+  if (r.is_ok()) {
+    if (Status st = config::check_route_compiles(*r); !st.is_ok()) {
+      return st;
+    }
+  }
+  return r;
+}
+
 }  // namespace
 
 std::vector<std::string> ConfigIndex::refs_of(std::string_view kind, const Json& v) const {
@@ -163,7 +176,7 @@ Status ConfigIndex::apply(const Change& c) {
   }
   Status st;
   if (parts.kind == "routes") {
-    st = absorb(config::decode_route(v), key, set_.routes, routes_);
+    st = absorb(compiled_route(v), key, set_.routes, routes_);
   } else if (parts.kind == "services") {
     st = absorb(config::decode_service(v), key, set_.services, services_);
   } else if (parts.kind == "upstreams") {

@@ -13,8 +13,13 @@ from harness import (OMIT, WELL_KNOWN_ADMIN_KEY, Client, admin_route, build_requ
                      free_port, get, read_response)
 
 DEAD = "127.0.0.1:1"
-MISSING = {"error_msg": "failed to check token", "description": "missing apikey"}
-WRONG = {"error_msg": "failed to check token", "description": "wrong apikey"}
+# APISIX's error_msg and the start of its description, then how to pass a key and where the
+# keys live (APISIX's getting-started runs without a key; Sluice never does).
+KEY_HINT = (": send an admin key in the X-API-KEY header (or as ?api_key=); the keys are "
+            "deployment.admin.admin_key in conf/config.yaml, where the shipped file has "
+            "APISIX's well-known default key (accepted from loopback clients only)")
+MISSING = {"error_msg": "failed to check token", "description": "missing apikey" + KEY_HINT}
+WRONG = {"error_msg": "failed to check token", "description": "wrong apikey" + KEY_HINT}
 LIMIT = 1536 * 1024
 
 

@@ -206,6 +206,42 @@ def test_article_commands_substituted_ports(make_gateway, make_upstream):
     _check_article(put, get_)
 
 
+def _readme_first_admin_example():
+    """The first sh block of README.md that talks to the Admin API, as (put, get) commands."""
+    with open(os.path.join(REPO, "README.md")) as f:
+        blocks = re.findall(r"```sh\n(.*?)```", f.read(), re.S)
+    block = next(b for b in blocks if "/apisix/admin/" in b)
+    put, _, get_ = block.rpartition("\ncurl ")
+    return put.strip(), "curl " + get_.strip()
+
+
+def test_readme_first_example_is_apisix_getting_started(make_gateway, make_upstream):
+    """README's first Admin API example is APISIX's getting-started "configure routes" step
+    (same path, same body) plus the key header; it works with only the ports and the
+    upstream substituted."""
+    put, get_ = _readme_first_admin_example()
+    assert '"http://127.0.0.1:9180/apisix/admin/routes" -X PUT' in put, put
+    assert "-H \"X-API-KEY: %s\"" % WELL_KNOWN_ADMIN_KEY in put, put
+    body = json.loads(put[put.index("'") + 1:put.rindex("'")])
+    assert body == {"id": "getting-started-ip", "uri": "/ip",
+                    "upstream": {"type": "roundrobin", "nodes": {"httpbin.org:80": 1}}}, body
+    assert get_ == 'curl "http://127.0.0.1:9080/ip"', get_
+    up = make_upstream("getting-started")
+    gw = make_gateway(admin=True, admin_keys=OMIT, allow_admin=OMIT, data_dir=OMIT)
+    subst = {"9180": str(gw.admin_port), "9080": str(gw.port),
+             "httpbin.org:80": "127.0.0.1:%d" % up.port}
+    pattern = r"\b(9180|9080)\b|httpbin\.org:80"
+    p = _sh(re.sub(pattern, lambda m: subst[m.group(0)], put))
+    assert p.returncode == 0, p
+    head, _, out = p.stdout.partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 201"), p.stdout[:500]
+    assert json.loads(out)["key"] == "/apisix/routes/getting-started-ip", out
+    g = _sh(re.sub(pattern, lambda m: subst[m.group(0)], get_))
+    assert g.returncode == 0, g
+    echoed = json.loads(g.stdout)
+    assert echoed["path"] == "/ip" and echoed["upstream"] == "getting-started", echoed
+
+
 def test_article_commands_verbatim(make_gateway, tmp_path):
     """The commands exactly as published, against the shipped conf/config.yaml (a fresh
     `make run`: proxy 9080, admin 9180, default key) and an upstream on 1980. Fixed ports:

@@ -122,8 +122,40 @@ ROUTE_CASES = {
                        ()),
     "plugins-type": (_r(plugins=[]), None, ("plugins",)),
     "id-differs": (_r(id="other"), "wrong route id", ()),
-    "client-create-time": (_r(create_time=1700000000), None, ()),
-    "client-update-time": (_r(update_time=1700000000), None, ()),
+    # APISIX's check_forbidden_properties (admin/resource.lua), two spaces and all.
+    "client-create-time": (_r(create_time=1700000000),
+                           "the property is forbidden:  create_time", ()),
+    "client-update-time": (_r(update_time=1700000000),
+                           "the property is forbidden:  update_time", ()),
+    "upstream-client-create-time": (_r(upstream=_up(create_time=1700000000)),
+                                    "the property is forbidden:  upstream.create_time", ()),
+    "upstream-client-update-time": (_r(upstream=_up(update_time=1700000000)),
+                                    "the property is forbidden:  upstream.update_time", ()),
+    # APISIX's check_upstream_conf texts, without "invalid configuration: ".
+    "upstream-chash-no-key": (_r(upstream=_up(type="chash")), "missing key", ()),
+    "upstream-rewrite-no-host": (_r(upstream=_up(pass_host="rewrite")),
+                                 "`upstream_host` can't be empty when `pass_host` is `rewrite`",
+                                 ()),
+    # Routing happens before the body is read: body variables could never match.
+    "vars-post-arg": (_r(vars=[["post_arg_name", "==", "x"]]),
+                      "failed to validate the 'vars' expression: variable post_arg_name is not "
+                      "supported yet: matching on the request body is not implemented", ()),
+    "vars-graphql": (_r(vars=[["graphql_operation", "==", "query"]]),
+                     "failed to validate the 'vars' expression: variable graphql_operation is "
+                     "not supported yet", ()),
+    "meta-filter-post-arg": (_r(plugins={"prometheus": {"_meta": {
+        "filter": [["post_arg_a", "==", "1"]]}}}), None,
+        ("variable post_arg_a is not supported yet",)),
+    "filter-func": (_r(filter_func="function(vars) return vars.arg_a == '1' end"),
+                    "invalid configuration: filter_func is not supported: it is a Lua function",
+                    ()),
+    "upstream-tls-client-cert": (_r(upstream=_up(tls={"client_cert": "c" * 200,
+                                                      "client_key": "k" * 200})),
+                                 "invalid configuration: property \"upstream\" validation "
+                                 "failed: tls (client_cert, client_key) is not supported yet", ()),
+    "json-control-outside-string": (Raw(b'{"uri": "/a",\x01 "plugins": {}}'),
+                                    "invalid request body", ()),
+    "json-nul-in-string": (Raw(b'{"uri": "/a\x00", "plugins": {}}'), "invalid request body", ()),
 }
 
 OTHER_CASES = {
@@ -133,7 +165,17 @@ OTHER_CASES = {
     "upstream-weight": ("/upstreams/new", _up(nodes={DEAD: "x"}), None, ("nodes", "weight")),
     "upstream-type": ("/upstreams/new", _up(type="fastest"), None, ("type", "fastest")),
     "upstream-malformed": ("/upstreams/new", Raw(b"{"), "invalid request body", ()),
-    "upstream-client-time": ("/upstreams/keep", _up(create_time=1), None, ()),
+    "upstream-client-time": ("/upstreams/keep", _up(create_time=1),
+                             "the property is forbidden:  create_time", ()),
+    "upstream-chash-no-key": ("/upstreams/new", _up(type="chash"), "missing key", ()),
+    "upstream-tls": ("/upstreams/new", _up(tls={"client_cert": "c" * 200,
+                                                "client_key": "k" * 200}),
+                     "invalid configuration: tls (client_cert, client_key) is not supported yet",
+                     ()),
+    "service-upstream-client-time": ("/services/keep", {"upstream": _up(update_time=1)},
+                                     "the property is forbidden:  upstream.update_time", ()),
+    "service-upstream-chash-no-key": ("/services/new", {"upstream": _up(type="chash")},
+                                      "missing key", ()),
     "service-uri": ("/services/new", {"uri": "/x", "upstream": admin_upstream(DEAD)},
                     "invalid configuration", ("uri",)),
     "service-unknown-plugin": ("/services/new", {"plugins": {"nope-plugin": {}}},
@@ -185,7 +227,10 @@ POST_CASES = {
     "routes-unknown-plugin": ("/routes", _r(plugins={"nope": {}}), "unknown plugin [nope]", ()),
     "routes-methods": ("/routes", _r(methods=["FETCH"]), "invalid configuration",
                        ("methods",)),
-    "routes-client-time": ("/routes", _r(create_time=1), None, ()),
+    "routes-client-time": ("/routes", _r(create_time=1),
+                           "the property is forbidden:  create_time", ()),
+    "routes-upstream-client-time": ("/routes", _r(upstream=_up(create_time=1)),
+                                    "the property is forbidden:  upstream.create_time", ()),
     "upstreams-weight": ("/upstreams", _up(nodes={DEAD: "x"}), None, ("nodes", "weight")),
     "services-unknown-field": ("/services", {"urii": 1}, "invalid configuration", ("urii",)),
 }
@@ -264,3 +309,41 @@ def test_valid_body_still_accepted(vgw):
     assert r.status == 201, r
     assert vgw.admin("DELETE", "/routes/control").status == 200
     vgw.snap["routes"] = sorted_list(vgw.admin("GET", "/routes").json)
+
+
+def test_patch_times_refused(vgw):
+    """A PATCH may not set the server's times either, whole or at a sub path."""
+    for path, body, text in [
+            ("/routes/keep", {"create_time": 1}, "the property is forbidden:  create_time"),
+            ("/routes/keep", {"upstream": {"update_time": 1}},
+             "the property is forbidden:  upstream.update_time"),
+            ("/routes/keep/upstream", _up(create_time=1),
+             "the property is forbidden:  upstream.create_time"),
+            ("/routes/keep/update_time", 5, "the property is forbidden:  update_time")]:
+        _check(vgw, "PATCH", path, body, text, ())
+
+
+def test_raw_control_characters_in_strings_accepted(vgw):
+    """lua-cjson takes raw newlines and tabs inside JSON strings; so does Sluice."""
+    body = b'{"uri": "/raw", "desc": "line 1\nline 2\tend", "labels": {"k": "v"},' \
+           b' "upstream": {"nodes": {"127.0.0.1:1": 1}}}'
+    r = vgw.admin("PUT", "/routes/rawctl", raw_body=body)
+    assert r.status == 201, r
+    r = vgw.admin("GET", "/routes/rawctl")
+    assert r.status == 200 and r.json["value"]["desc"] == "line 1\nline 2\tend", r
+    assert vgw.admin("DELETE", "/routes/rawctl").status == 200
+    vgw.snap["routes"] = sorted_list(vgw.admin("GET", "/routes").json)
+
+
+@pytest.mark.parametrize("method", ["GET", "PUT", "POST", "PATCH", "DELETE"])
+@pytest.mark.parametrize("path", ["/consumers/keep/credentials/cred-1",
+                                  "/consumers/keep/credentials"])
+def test_consumer_credentials_not_supported(vgw, method, path):
+    """APISIX 3.7's credentials sub-resource: a clear 400 for every method, nothing written."""
+    body = {"id": "cred-1", "plugins": {}} if method in ("PUT", "POST", "PATCH") else None
+    r = _send(vgw, method, path, body)
+    assert r.status == 400, r
+    assert r.error_msg == ("consumer credentials (/apisix/admin/consumers/{username}/"
+                           "credentials, APISIX 3.7+) are not supported yet"), r
+    for kind in KINDS:
+        assert sorted_list(vgw.admin("GET", "/" + kind).json) == vgw.snap[kind], kind

@@ -1,5 +1,7 @@
 #include "plugins/limit_count/config.h"
 
+#include <fmt/format.h>
+
 #include "schema/checks.h"
 
 namespace sluice::plugins::limit_count {
@@ -57,11 +59,6 @@ void decode_redis(FieldDecoder& d, Conf* c) {
   d.field("redis_password", &c->redis_password, [](const Json& v) { return as_string(v, 0); });
   d.field("redis_timeout", &c->redis_timeout,
           [](const Json& v) { return small_int(v, 1, 3600000); });
-  bool tls = false;
-  d.field("redis_ssl", &tls, as_bool);
-  if (tls) {
-    d.fail("redis_ssl: TLS to Redis is not supported by Sluice yet");
-  }
   if (c->policy == Policy::kRedis) {
     d.require({"redis_host"});
     d.field("redis_host", &c->redis_host, [](const Json& v) { return as_string(v, 2); });
@@ -77,6 +74,17 @@ void decode_redis(FieldDecoder& d, Conf* c) {
     d.field("redis_cluster_name", &c->redis_cluster_name,
             [](const Json& v) { return as_string(v, 1); });
   }
+}
+
+// APISIX's schema holds the redis fields in `if policy == redis then {...} else if policy ==
+// redis-cluster then {...}`, so its jsonschema reports only which clause failed: that text
+// first (scripts match on it), then what is wrong.
+Status redis_error(Policy policy, const Status& what) {
+  if (policy == Policy::kLocal) {
+    return what;
+  }
+  return Status::error(fmt::format("{} clause did not match ({})",
+                                   policy == Policy::kRedis ? "then" : "else", what.message()));
 }
 
 }  // namespace
@@ -96,11 +104,17 @@ StatusOr<Conf> parse(const Json& conf) {
   d.field("allow_degradation", &c.allow_degradation, as_bool);
   d.field("show_limit_quota_header", &c.show_limit_quota_header, as_bool);
   d.field("group", &c.group, [](const Json& v) { return as_string(v, 1); });
-  if (d.ok()) {
-    decode_redis(d, &c);
+  bool tls = false;
+  d.field("redis_ssl", &tls, as_bool);
+  if (tls) {
+    d.fail("redis_ssl: TLS to Redis is not supported by Sluice yet");
   }
   if (!d.ok()) {
     return d.status();
+  }
+  decode_redis(d, &c);
+  if (!d.ok()) {
+    return redis_error(c.policy, d.status());
   }
   return c;
 }

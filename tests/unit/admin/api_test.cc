@@ -140,7 +140,26 @@ TEST_F(ApiTest, RejectedWritesChangeNothing) {
       {"PUT", "/apisix/admin/routes", R"({"id":0,"uri":"/x","plugins":{}})", 400,
        "invalid configuration: property \"id\" validation failed"},
       {"PUT", "/apisix/admin/routes/1", R"({"uri":"/x","plugins":{},"create_time":1})", 400,
-       "invalid configuration: property \"create_time\""},
+       "the property is forbidden:  create_time"},
+      {"PUT", "/apisix/admin/routes/1",
+       R"({"uri":"/x","upstream":{"nodes":{"127.0.0.1:1":1},"update_time":1}})", 400,
+       "the property is forbidden:  upstream.update_time"},
+      {"POST", "/apisix/admin/routes",
+       R"({"uri":"/x","plugins":{"create_time":1,"prometheus":{}}})", 400,
+       "the property is forbidden:  plugins.create_time"},
+      {"PATCH", "/apisix/admin/routes/1/upstream", R"({"nodes":{"127.0.0.1:1":1},"create_time":1})",
+       400, "the property is forbidden:  upstream.create_time"},
+      {"PATCH", "/apisix/admin/routes/1/create_time", "5", 400,
+       "the property is forbidden:  create_time"},
+      {"PUT", "/apisix/admin/routes/1", "{\"uri\":\"/x\",\x01\"plugins\":{}}", 400,
+       "invalid request body"},  // raw control bytes are taken inside strings only
+      {"PUT", "/apisix/admin/consumers/jack/credentials/c1", R"({"plugins":{}})", 400,
+       "consumer credentials (/apisix/admin/consumers/{username}/credentials, APISIX 3.7+) are "
+       "not supported yet"},
+      {"POST", "/apisix/admin/consumers/jack/credentials", R"({"plugins":{}})", 400,
+       "consumer credentials"},
+      {"DELETE", "/apisix/admin/consumers/jack/credentials/c1", "", 400, "consumer credentials"},
+      {"PATCH", "/apisix/admin/consumers/jack/credentials/c1", "{}", 400, "consumer credentials"},
       {"PUT", "/apisix/admin/routes/1", R"({"uri":"/x","plugins":{},"bogus":1})", 400,
        "invalid configuration: additional properties forbidden, found bogus"},
       {"PUT", "/apisix/admin/routes/1", R"({"uri":"/x","plugins":{"nope":{}}})", 400,
@@ -167,6 +186,17 @@ TEST_F(ApiTest, RejectedWritesChangeNothing) {
     EXPECT_EQ(store_->revision(), rev) << c.target;
   }
   EXPECT_EQ(json(call("GET", "/apisix/admin/routes/1"))["value"]["uri"], "/a");
+}
+
+// lua-cjson takes raw control characters inside strings; APISIX stores them as sent.
+TEST_F(ApiTest, RawControlCharactersInStringsAreAccepted) {
+  auto r = call("PUT", "/apisix/admin/routes/1",
+                "{\"uri\":\"/x\",\"plugins\":{},\"desc\":\"line 1\nline 2\tend\"}");
+  ASSERT_EQ(r.status, 201) << r.body;
+  EXPECT_EQ(json(call("GET", "/apisix/admin/routes/1"))["value"]["desc"], "line 1\nline 2\tend");
+  r = call("PATCH", "/apisix/admin/routes/1", "{\"desc\":\"a\rb\"}");
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(json(r)["value"]["desc"], "a\rb");
 }
 
 TEST_F(ApiTest, PatchMergesAndSubPathReplaces) {

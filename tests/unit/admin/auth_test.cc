@@ -41,19 +41,29 @@ TEST(AuthTest, KeyFromHeaderQueryOrCookie) {
   EXPECT_FALSE(a.check(r));
 }
 
+// APISIX's error_msg and the start of its description, then how to pass a key and where the
+// keys are configured; never a key.
 TEST(AuthTest, MissingAndWrongKeysGet401WithAPISIXBodies) {
+  const std::string hint =
+      ": send an admin key in the X-API-KEY header (or as ?api_key=); the keys are "
+      "deployment.admin.admin_key in conf/config.yaml, where the shipped file has APISIX's "
+      "well-known default key (accepted from loopback clients only)";
   Auth a = make(two_keys());
   auto r = request("127.0.0.1");
   auto denied = a.check(r);
   ASSERT_TRUE(denied);
   EXPECT_EQ(denied->status, 401);
-  EXPECT_EQ(denied->body,
-            "{\"error_msg\":\"failed to check token\",\"description\":\"missing apikey\"}\n");
+  EXPECT_EQ(
+      denied->body,
+      "{\"error_msg\":\"failed to check token\",\"description\":\"missing apikey" + hint + "\"}\n");
   r.headers = {{"x-api-key", "admin-key-2"}};
   denied = a.check(r);
   ASSERT_TRUE(denied);
-  EXPECT_EQ(denied->body,
-            "{\"error_msg\":\"failed to check token\",\"description\":\"wrong apikey\"}\n");
+  EXPECT_EQ(
+      denied->body,
+      "{\"error_msg\":\"failed to check token\",\"description\":\"wrong apikey" + hint + "\"}\n");
+  EXPECT_EQ(denied->body.find(config::kWellKnownAdminKey), std::string::npos);
+  EXPECT_EQ(denied->body.find("admin-key-1"), std::string::npos);
   r.headers = {{"x-api-key", "admin-key-1x"}};  // a longer key sharing the prefix
   EXPECT_TRUE(a.check(r));
 }

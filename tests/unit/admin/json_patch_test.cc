@@ -55,5 +55,26 @@ TEST(JsonPatchTest, NestingLimitIgnoresBracketsInStrings) {
   EXPECT_FALSE(nesting_within(std::string(100000, '['), 64));
 }
 
+// lua-cjson takes raw control characters inside strings; only those are rewritten.
+TEST(JsonPatchTest, RawControlsInsideStringsAreEscaped) {
+  struct Case {
+    std::string in;
+    std::optional<std::string> out;
+  } cases[] = {
+      {"{\"a\":\"x\ny\ty\"}", "{\"a\":\"x\\u000ay\\u0009y\"}"},
+      {"{\"a\":\"\\\"\n\"}", "{\"a\":\"\\\"\\u000a\"}"},  // after an escaped quote
+      {"{\n\t\"a\": \"b\"\r\n}", std::nullopt},           // whitespace outside strings
+      {"{\"a\":\"\x01\x1f\"}", "{\"a\":\"\\u0001\\u001f\"}"},
+      {std::string("{\"a\":\"\0\"}", 8), std::nullopt},  // a NUL stays, and is refused
+      {"{\"a\":\"plain\"}", std::nullopt},
+  };
+  for (const auto& c : cases) {
+    EXPECT_EQ(escape_raw_controls(c.in), c.out) << c.in;
+  }
+  auto fixed = escape_raw_controls("{\"desc\":\"line 1\nline 2\"}");
+  ASSERT_TRUE(fixed);
+  EXPECT_EQ(Json::parse(*fixed)["desc"], "line 1\nline 2");
+}
+
 }  // namespace
 }  // namespace sluice::admin

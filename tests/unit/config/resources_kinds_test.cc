@@ -66,7 +66,7 @@ TEST(DecodeConsumer, Cases) {
            "invalid plugins configuration: failed to check the configuration of plugin "
            "limit-count err: property \"time_window\" is required"},
           {"", R"({"username": "jack", "plugins": []})",
-           prop("plugins", "wrong type: expected object, got array")},
+           prop("plugins", "wrong type: expected object, got table")},
           {"", R"({"username": "jack", "group_id": "a b"})",
            prop("group_id", "object matches none of the required")},
           {"", R"({"username": "jack", "create_time": -1})",
@@ -77,7 +77,7 @@ TEST(DecodeConsumer, Cases) {
            prop(
                "labels",
                R"(failed to validate a (matching ".*"): wrong type: expected string, got number)")},
-          {"", R"([])", kIc + "wrong type: expected object, got array"},
+          {"", R"([])", kIc + "wrong type: expected object, got table"},
       });
   auto c = decode_consumer(Json::parse(R"({"username": "jack", "group_id": 5})"));
   ASSERT_TRUE(c.is_ok()) << c.status().message();
@@ -172,7 +172,7 @@ TEST(DecodePluginMetadata, NeedsAKnownPlugin) {
            "reset_header) is not supported by Sluice yet"},
           {"limit-count", R"({})", ""},
           {"prometheus", R"({"id": "limit-count"})", "wrong plugin_metadata id"},
-          {"prometheus", R"([])", "invalid configuration: wrong type: expected object, got array"},
+          {"prometheus", R"([])", "invalid configuration: wrong type: expected object, got table"},
       });
   auto m = decode_plugin_metadata("prometheus", Json::parse(R"({"id": "prometheus", "a": 1})"));
   ASSERT_TRUE(m.is_ok()) << m.status().message();
@@ -233,7 +233,7 @@ TEST(DecodeSecret, Vault) {
            prop("id", R"(failed to match pattern "^vault/[a-zA-Z0-9-_.]+$" with "aws/1")")},
           {"vault/1", R"({"uri": "http://v", "prefix": "p", "token": "t", "id": "vault/a b"})",
            prop("id", R"(failed to match pattern "^vault/[a-zA-Z0-9-_.]+$" with "vault/a b")")},
-          {"vault/1", R"([])", kIc + "wrong type: expected object, got array"},
+          {"vault/1", R"([])", kIc + "wrong type: expected object, got table"},
       });
 }
 
@@ -296,7 +296,7 @@ TEST(DecodeStreamRoute, Cases) {
            prop("protocol", "additional properties forbidden, found x")},
           {"", R"({"protocol": {"name": "redis", "conf": []}})",
            prop("protocol",
-                R"(property "conf" validation failed: wrong type: expected object, got array)")},
+                R"(property "conf" validation failed: wrong type: expected object, got table)")},
           {"", R"({"plugins": {"ip-restriction": {}}})", "unknown plugin [ip-restriction]"},
           {"", R"({"uri": "/"})", kIc + "additional properties forbidden, found uri"},
           {"", R"({"upstream": {}})",

@@ -52,11 +52,31 @@ TEST(DecodeRoute, UnknownAndUnsupportedFields) {
   run_cases({
       {R"({"uri": "/a", "upstream_id": 1, "foo": 1})",
        "additional properties forbidden, found foo"},
-      {R"({"uri": "/a", "upstream_id": 1, "filter_func": "function() end"})",
-       "additional properties forbidden, found filter_func"},
+      {R"({"uri": "/a", "upstream_id": 1, "filter_func": "function(vars) return true end"})",
+       "filter_func is not supported: it is a Lua function run on each request, and Sluice runs "
+       "no Lua; express the condition with vars instead"},
       {R"({"uri": "/a", "script": "local _M = {} return _M"})", "script is not supported"},
-      {R"([1])", "wrong type: expected object, got array"},
+      {R"([1])", "wrong type: expected object, got table"},
   });
+}
+
+// APISIX's jsonschema counts characters (utf8_len), not bytes: a 100-character name in a
+// two-byte script is 200 bytes and valid.
+TEST(DecodeRoute, NameLengthCountsCharacters) {
+  std::string name;
+  for (int i = 0; i < 100; ++i) {
+    name += "\xc3\xa9";  // U+00E9
+  }
+  Json route = Json::parse(R"({"uri": "/a", "upstream_id": 1})");
+  route["name"] = name;
+  EXPECT_TRUE(decode_route(route).is_ok());
+  route["name"] = name + "x";
+  auto r = decode_route(route);
+  ASSERT_FALSE(r.is_ok());
+  EXPECT_EQ(
+      r.status().message(),
+      std::string(kIc) +
+          R"(property "name" validation failed: string too long, expected at most 100, got 101)");
 }
 
 TEST(DecodeRoute, FieldTypesAndRanges) {
@@ -96,9 +116,9 @@ TEST(DecodeRoute, FieldTypesAndRanges) {
       {R"({"uri": "/a", "upstream_id": 1, "priority": 1.5})",
        R"(property "priority" validation failed: wrong type: expected integer, got number)"},
       {R"({"uri": "/a", "upstream_id": 1, "vars": {}})",
-       R"(property "vars" validation failed: wrong type: expected array, got object)"},
+       R"(property "vars" validation failed: wrong type: expected array, got table)"},
       {R"({"uri": "/a", "plugins": []})",
-       R"(property "plugins" validation failed: wrong type: expected object, got array)"},
+       R"(property "plugins" validation failed: wrong type: expected object, got table)"},
       {R"({"uri": "/a", "upstream_id": 1, "enable_websocket": "yes"})",
        R"(property "enable_websocket" validation failed: wrong type: expected boolean, got string)"},
       {R"({"uri": "/a", "upstream_id": 1, "status": 2})",
@@ -154,7 +174,7 @@ TEST(DecodeRoute, ShapeRules) {
 TEST(DecodeRoute, NestedUpstreamErrorsNameBothProperties) {
   run_cases({
       {R"({"uri": "/a", "upstream": {"nodes": {"127.0.0.1:80": -1}}})",
-       R"(property "upstream" validation failed: property "nodes" validation failed: failed to validate 127.0.0.1:80 (matching ".*"): expected -1 to be at least 0)"},
+       R"(property "upstream" validation failed: property "nodes" validation failed: object matches none of the required (failed to validate 127.0.0.1:80 (matching ".*"): expected -1 to be at least 0)"},
       {R"({"uri": "/a", "upstream": {"type": "random", "nodes": {}}})",
        R"(property "upstream" validation failed: property "type" validation failed: matches none of the enum values)"},
       {R"({"uri": "/a", "upstream": {}})",
@@ -190,9 +210,9 @@ TEST(DecodeRoute, ChecksPluginsAgainstTheRegistry) {
        R"(failed to check the configuration of plugin limit-count err: property "time_window" validation failed: expected 0 to be greater than 0)"},
       {R"({"uri": "/a", "plugins": {"prometheus": {}, "limit-count": {"count": 2,
            "time_window": 1, "policy": "redis"}}})",
-       R"(failed to check the configuration of plugin limit-count err: property "redis_host" is required)"},
+       R"(failed to check the configuration of plugin limit-count err: then clause did not match (property "redis_host" is required))"},
       {R"({"uri": "/a", "plugins": {"prometheus": {"prefer_name": []}}})",
-       R"(failed to check the configuration of plugin prometheus err: property "prefer_name" validation failed: wrong type: expected boolean, got array)"},
+       R"(failed to check the configuration of plugin prometheus err: property "prefer_name" validation failed: wrong type: expected boolean, got table)"},
       {R"({"uri": "/a", "upstream_id": 1, "plugins": {"b": {}, "a": {}}})", "unknown plugin [a]"},
       {R"({"uri": "/a", "plugins": {"x": 1}})", "invalid plugin conf 1 for plugin [x]"},
       {R"({"uri": "/a", "plugins": {"x": {"_meta": {"disable": true}}}})", "unknown plugin [x]"},

@@ -174,7 +174,7 @@ TEST(DecodeSsl, FieldTypesAndRanges) {
       {R"({"cert": "C", "key": "K", "sni": "a.com", "client": {"ca": "C", "x": 1}})",
        prop("client", "additional properties forbidden, found x")},
       {R"({"cert": "C", "key": "K", "sni": "a.com", "labels": []})",
-       prop("labels", "wrong type: expected object, got array")},
+       prop("labels", "wrong type: expected object, got table")},
   });
 }
 

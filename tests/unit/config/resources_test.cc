@@ -47,7 +47,7 @@ TEST(DecodeService, Cases) {
       {R"({"enable_websocket": 1})",
        R"(invalid configuration: property "enable_websocket" validation failed: wrong type: expected boolean, got number)"},
       {R"({"name": 1})", R"(invalid configuration: property "name" validation failed)"},
-      {R"(null)", "invalid configuration: wrong type: expected object, got null"},
+      {R"(null)", "invalid configuration: wrong type: expected object, got userdata"},
       {R"({"plugins": {"p": {}}})", "unknown plugin [p]"},
       {R"({"plugins": {"p": []}})", "invalid plugin conf [] for plugin [p]"},
   };

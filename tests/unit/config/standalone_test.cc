@@ -177,7 +177,7 @@ TEST(Standalone, Errors) {
        R"(apisix.yaml: services[1] (id "s"): duplicate id, also used by services[0])"},
       {"routes:\n  - 5\n#END\n",
        "apisix.yaml: routes[0]: invalid configuration: wrong type: expected object, got number"},
-      {"routes: {}\n#END\n", "apisix.yaml: routes: wrong type: expected array, got object"},
+      {"routes: {}\n#END\n", "apisix.yaml: routes: wrong type: expected array, got table"},
       {"consumers: 1\n#END\n", "apisix.yaml: consumers: wrong type: expected array, got number"},
       {"route: []\n#END\n", "apisix.yaml: unknown top-level key \"route\""},
       {"- 1\n#END\n", "apisix.yaml: the top level must be a mapping, got array"},
@@ -209,7 +209,7 @@ TEST(Standalone, Errors) {
        R"(apisix.yaml: ssls[0] (id "1"): invalid configuration: value should match only one schema, but matches none)"},
       {"stream_routes:\n  - id: 1\n    server_port: 0\n#END\n",
        R"(apisix.yaml: stream_routes[0] (id "1"): invalid configuration: property "server_port" validation failed: expected 0 to be at least 1)"},
-      {"protos: {}\n#END\n", "apisix.yaml: protos: wrong type: expected array, got object"},
+      {"protos: {}\n#END\n", "apisix.yaml: protos: wrong type: expected array, got table"},
   };
   for (const auto& c : cases) {
     SCOPED_TRACE(c.text);

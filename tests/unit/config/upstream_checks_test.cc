@@ -121,7 +121,7 @@ TEST(DecodeChecks, Errors) {
        R"(property "passive" validation failed: property "unhealthy" validation failed: property "timeouts" validation failed: expected -1 to be at least 0)"},
       {R"({"active": {}, "passive": {"healthy": 1}})",
        R"(property "passive" validation failed: property "healthy" validation failed: wrong type: expected object, got number)"},
-      {R"([])", "wrong type: expected object, got array"},
+      {R"([])", "wrong type: expected object, got table"},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.json);

@@ -247,6 +247,17 @@ TEST(Expr, CompileErrors) {
        R"(invalid ip address in ["remote_addr","ipmatch",[7]])"},
       {R"([["arg_x", "in", "a"]])", R"('in' needs an array value in ["arg_x","in","a"])"},
       {R"([["arg_x", "has", ["a"]]])", R"('has' needs a string value in ["arg_x","has",["a"]])"},
+      // Body variables: Sluice matches before reading the body, so they could never match.
+      {R"([["post_arg_name", "==", "x"]])",
+       R"(variable post_arg_name is not supported yet: matching on the request body is not implemented in ["post_arg_name","==","x"])"},
+      {R"(["OR", ["arg_a", "==", "1"], ["post_arg_a.b", "!", "==", "1"]])",
+       R"(variable post_arg_a.b is not supported yet: matching on the request body is not implemented in ["post_arg_a.b","!","==","1"])"},
+      {R"([["graphql_operation", "==", "query"]])",
+       R"(variable graphql_operation is not supported yet: matching on the request body (GraphQL) is not implemented in ["graphql_operation","==","query"])"},
+      {R"([["graphql_name", "==", "q"]])",
+       R"(variable graphql_name is not supported yet: matching on the request body (GraphQL) is not implemented in ["graphql_name","==","q"])"},
+      {R"([["graphql_root_fields", "has", "owner"]])",
+       R"(variable graphql_root_fields is not supported yet: matching on the request body (GraphQL) is not implemented in ["graphql_root_fields","has","owner"])"},
   };
   for (const Case& c : cases) {
     auto expr = Expr::compile(json::parse(c.vars));

@@ -54,6 +54,24 @@ TEST(ConfigIndexTest, BadValueIsRefusedAndTheLastGoodOneKept) {
   EXPECT_FALSE(idx.apply(put("/elsewhere/routes/1", "{}")).is_ok());
 }
 
+// A route an older Sluice stored whose vars are now refused (they read the body) is skipped
+// on load, with the reason, instead of failing the whole configuration's build.
+TEST(ConfigIndexTest, StoredRouteThatNoLongerCompilesIsSkipped) {
+  ConfigIndex idx;
+  auto st =
+      idx.apply(put("/apisix/routes/1",
+                    R"({"id":"1","uri":"/a","plugins":{},"vars":[["post_arg_a","==","1"]]})"));
+  ASSERT_FALSE(st.is_ok());
+  EXPECT_EQ(st.message().rfind("/apisix/routes/1: failed to validate the 'vars' expression: "
+                               "variable post_arg_a is not supported yet",
+                               0),
+            0u)
+      << st.message();
+  EXPECT_TRUE(idx.set().routes.empty());
+  ASSERT_TRUE(idx.apply(put("/apisix/routes/2", R"({"id":"2","uri":"/b","plugins":{}})")));
+  EXPECT_EQ(idx.set().routes.size(), 1u);
+}
+
 TEST(ConfigIndexTest, TracksReferrers) {
   ConfigIndex idx;
   ASSERT_TRUE(idx.apply(put("/apisix/routes/2", R"({"id":"2","uri":"/a","upstream_id":7})")));

@@ -117,6 +117,31 @@ TEST_F(LimitCountTest, InfoAndPhases) {
   EXPECT_EQ(bad.status().message(), "property \"time_window\" is required");
 }
 
+// APISIX keeps the redis fields in if/then/else clauses of its schema: its jsonschema names
+// the clause that failed; Sluice says that first and then what is wrong.
+TEST_F(LimitCountTest, RedisFieldErrorsNameAPISIXsClause) {
+  struct Case {
+    const char* conf;
+    const char* error;
+  } cases[] = {
+      {R"({"count": 1, "time_window": 1, "policy": "redis"})",
+       R"(then clause did not match (property "redis_host" is required))"},
+      {R"({"count": 1, "time_window": 1, "policy": "redis", "redis_host": "h", "redis_port": "6379"})",
+       R"(then clause did not match (property "redis_host" validation failed: string too short, expected at least 2, got 1))"},
+      {R"({"count": 1, "time_window": 1, "policy": "redis", "redis_host": "hh", "redis_port": "6379"})",
+       R"(then clause did not match (property "redis_port" validation failed: wrong type: expected integer, got string))"},
+      {R"({"count": 1, "time_window": 1, "policy": "redis-cluster", "redis_cluster_name": "c"})",
+       R"(else clause did not match (property "redis_cluster_nodes" is required))"},
+      {R"({"count": 1, "time_window": 1, "policy": "redis", "redis_host": "hh", "redis_ssl": true})",
+       "redis_ssl: TLS to Redis is not supported by Sluice yet"},
+  };
+  for (const auto& c : cases) {
+    auto bad = info().make(Json::parse(c.conf), plugin::BuildEnv{"route/1", shared_});
+    ASSERT_FALSE(bad.is_ok()) << c.conf;
+    EXPECT_EQ(bad.status().message(), c.error);
+  }
+}
+
 TEST_F(LimitCountTest, CountTwoAdmitsTwoThenRejectsWithHeaders) {
   PluginPtr p = make(R"({"count": 2, "time_window": 60})");
   ASSERT_NE(p, nullptr);
