@@ -24,10 +24,13 @@ void check_error(const common::StatusOr<T>& r, std::string_view input) {
   if (!r.is_ok()) {
     const std::string& msg = r.status().message();
     fuzz::check_error_text(msg, input, /*json_reply=*/true);
-    // Plugin errors carry APISIX's own wording instead of the schema prefix.
+    // Plugin errors, and APISIX's checks after its schema (apisix/upstream.lua,
+    // check_upstream_conf), carry APISIX's own wording instead of the schema prefix.
     FUZZ_CHECK(msg.starts_with("invalid configuration: ") || msg.starts_with("unknown plugin [") ||
                msg.starts_with("invalid plugin conf ") ||
-               msg.starts_with("failed to check the configuration of plugin "));
+               msg.starts_with("failed to check the configuration of plugin ") ||
+               msg == "missing key" ||
+               msg == "`upstream_host` can't be empty when `pass_host` is `rewrite`");
   }
 }
 
