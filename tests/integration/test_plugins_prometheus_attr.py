@@ -79,3 +79,36 @@ def test_start_refused_naming_the_key(make_gateway, attr, key):
     rc = gw.wait_exit(10)
     assert rc is not None and rc != 0, "started with %r:\n%s" % (attr, gw.log_tail())
     assert key in gw.log_text(), gw.log_tail()
+
+
+def test_a_reload_checks_them_and_keeps_the_starts_values(make_gateway, upstream):
+    """default_buckets and extra_labels shape the cells made at start: a plugins/reload with
+    other values logs that they wait for a restart and keeps the start's; an invalid value
+    fails the reload with the key named."""
+    gw = make_gateway(admin=True, config={"plugin_attr": {"prometheus": {
+        "default_buckets": [7]}}})
+    assert gw.admin("PUT", "/routes/1", admin_route("/hello", upstream, plugins={
+        "prometheus": {}})).status == 201
+    cfg = gw.config_dict()
+    cfg["plugin_attr"]["prometheus"]["default_buckets"] = [1, 9]
+    gw.write_config(cfg)
+    r = gw.admin("PUT", "/plugins/reload")
+    assert r.status == 200, r
+    assert get(gw.port, "/hello").status == 200
+    text = _text(gw, "apisix_http_latency_bucket")
+    les = sorted({dict(lb)["le"] for name, lb, v in parse_samples(text)
+                  if name == "apisix_http_latency_bucket"})
+    assert les == ["+Inf", "7"], les
+    deadline = time.monotonic() + 3
+    while "take effect at the next restart" not in gw.log_text() and \
+            time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert "default_buckets and metrics are read at start" in gw.log_text(), gw.log_tail()
+
+    cfg["plugin_attr"]["prometheus"]["default_buckets"] = [9, 1]
+    gw.write_config(cfg)
+    r = gw.admin("PUT", "/plugins/reload")
+    assert r.status == 400, r
+    assert r.json["error_msg"] == (
+        "failed to reload plugins: config.yaml: plugin_attr.prometheus.default_buckets: [1]: "
+        "the buckets must be strictly increasing"), r
