@@ -16,6 +16,7 @@
 #include "config/gateway_keys.h"
 #include "config/gateway_values.h"
 #include "config/yaml_json.h"
+#include "plugins/prometheus/attr.h"
 #include "router/ip.h"
 
 namespace sluice::config {
@@ -300,6 +301,12 @@ class Reader {
                     Json& attr = cfg.plugin_attr["prometheus"];
                     return assign(q, &attr["max_label_sets"], as_integer(y, 0, 100000000));
                   }},
+                 {"default_buckets",
+                  [&](auto& y, auto& q) {
+                    return keep(y, q, plugins::prometheus::check_default_buckets(y),
+                                &cfg.plugin_attr["prometheus"]["default_buckets"]);
+                  }},
+                 {"metrics", [&](auto& y, auto& q) { return prometheus_metrics(y, q); }},
                  {"metric_prefix", [&](auto& y, auto& q) {
                     return y == "apisix_" ? Status::ok() : error_at(q, "only apisix_ is supported");
                   }}});
@@ -312,6 +319,30 @@ class Reader {
                                   return assign(q, &attr["local_keys"], n);
                                 }}});
           }}});
+  }
+
+  // metrics.<family>.extra_labels, checked here and read by the plugin from plugin_attr.
+  Status prometheus_metrics(const Json& v, const std::string& path) {
+    namespace prom = plugins::prometheus;
+    auto family = [this](size_t f) {
+      return [this, f](auto& x, auto& p) {
+        return walk(x, p,
+                    {{"extra_labels", [this, f](auto& y, auto& q) {
+                        Json& slot =
+                            cfg.plugin_attr["prometheus"]["metrics"]
+                                           [std::string(prom::kFamilyKeys[f])]["extra_labels"];
+                        return keep(y, q, prom::check_extra_labels(y, prom::Family(f)), &slot);
+                      }}});
+      };
+    };
+    const auto& names = prom::kFamilyKeys;
+    return walk(v, path, {{names[0], family(0)}, {names[1], family(1)}, {names[2], family(2)}});
+  }
+
+  // A value a plugin checked (`s`), kept where the plugin reads it (on error the read fails).
+  static Status keep(const Json& v, const std::string& path, const Status& s, Json* slot) {
+    *slot = v;
+    return s.is_ok() ? s : error_at(path, s.message());
   }
 
   Status listen_addr(const Json& v, const std::string& path, ListenAddr* addr) {

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <unordered_map>
 
 #include "config/plugin_registry.h"
@@ -60,6 +61,7 @@ Status add_entries(const Json& plugins, std::string_view owner, plugin::Shared& 
     plugin::Entry e;
     e.name = name;
     e.priority = info->priority;
+    e.prefer_route = info->prefer_route;
     bool disabled = false;
     Json bare = conf;
     if (auto meta = conf.find("_meta"); meta != conf.end() && meta->is_object()) {
@@ -149,16 +151,40 @@ StatusOr<ChainPtr> build_chain(const Json& plugins, std::string_view owner, plug
   return chain;
 }
 
+namespace {
+
+// Drops the entries of `added` (the tail of `entries` from index `first`) whose plugin is
+// prefer_route and already came from an earlier global rule: it runs once per request.
+void drop_repeated_prefer_route(std::vector<plugin::Entry>& entries, size_t first,
+                                std::string_view owner, std::vector<std::string>* warnings) {
+  for (size_t i = first; i < entries.size();) {
+    auto earlier = std::find_if(entries.begin(), entries.begin() + first,
+                                [&](const plugin::Entry& e) { return e.name == entries[i].name; });
+    if (entries[i].prefer_route && earlier != entries.begin() + first) {
+      warnings->push_back(
+          fmt::format("{}: plugin {} is in an earlier global rule too; only the first runs", owner,
+                      entries[i].name));
+      entries.erase(entries.begin() + static_cast<std::ptrdiff_t>(i));
+    } else {
+      ++i;
+    }
+  }
+}
+
+}  // namespace
+
 StatusOr<ChainPtr> build_global_chain(const std::vector<GlobalRuleConf>& rules,
                                       plugin::Shared& shared, std::vector<std::string>* warnings) {
   std::vector<plugin::Entry> entries;
   for (const GlobalRuleConf& r : rules) {
     std::string owner = "global_rule/" + r.id;
     if (r.plugins.is_object()) {
+      const size_t first = entries.size();
       Status s = add_entries(r.plugins, owner, shared, warnings, &entries);
       if (!s.is_ok()) {
         return Status::error(fmt::format("global_rule {}: {}", r.id, s.message()));
       }
+      drop_repeated_prefer_route(entries, first, owner, warnings);
     }
   }
   return finish(std::move(entries));

@@ -2,6 +2,7 @@
 
 #include <array>
 #include <map>
+#include <vector>
 
 #include "common/strings.h"
 #include "metrics/text_format.h"
@@ -11,16 +12,23 @@ namespace {
 
 using common::append_uint;
 
-// A route label set summed over workers.
-struct RouteTotals {
-  std::array<std::array<uint64_t, kBucketCells>, kLatencyTypeNames.size()> buckets{};
+// A latency label set summed over workers: per type, per-bucket counts and the sum.
+struct LatencyTotals {
+  std::array<std::vector<uint64_t>, kLatencyTypeNames.size()> buckets;
   std::array<double, kLatencyTypeNames.size()> sums{};
+};
+struct BandwidthTotals {
   uint64_t ingress = 0, egress = 0;
 };
 
 // Keyed by the series' own label text: it lives as long as the workers, which outlive render.
+// Route sets that differ only in one family's extra labels sum into the other's line.
 using StatusTotals = std::map<std::string_view, uint64_t>;
-using RouteTotalsMap = std::map<std::string_view, RouteTotals>;
+struct RouteTotalsMap {
+  std::map<std::string_view, LatencyTotals> latency;
+  std::map<std::string_view, BandwidthTotals> bandwidth;
+  std::span<const double> bounds;  // the workers' layout (kLatencyBounds when none)
+};
 
 void family_head(std::string& out, std::string_view name, std::string_view help,
                  std::string_view type) {
@@ -40,17 +48,22 @@ StatusTotals sum_status(std::span<const HttpMetrics* const> workers) {
 
 RouteTotalsMap sum_routes(std::span<const HttpMetrics* const> workers) {
   RouteTotalsMap totals;
+  totals.bounds = workers.empty() ? std::span<const double>(kLatencyBounds)
+                                  : std::span<const double>(workers[0]->layout().bounds);
+  const size_t cells = totals.bounds.size() + 1;
   for (const HttpMetrics* w : workers) {
     for (const RouteSeries* r = w->route_head(); r != nullptr; r = r->next) {
-      RouteTotals& t = totals[r->labels];
+      LatencyTotals& t = totals.latency[r->labels];
       for (size_t type = 0; type < kLatencyTypeNames.size(); ++type) {
-        for (size_t b = 0; b < kBucketCells; ++b) {
+        t.buckets[type].resize(cells);
+        for (size_t b = 0; b < cells; ++b) {
           t.buckets[type][b] += r->latency[type].buckets[b].value();
         }
         t.sums[type] += r->latency[type].sum.value();
       }
-      t.ingress += r->ingress_bytes.value();
-      t.egress += r->egress_bytes.value();
+      BandwidthTotals& bw = totals.bandwidth[r->bandwidth_labels];
+      bw.ingress += r->ingress_bytes.value();
+      bw.egress += r->egress_bytes.value();
     }
   }
   return totals;
@@ -66,14 +79,14 @@ void render_status(std::string& out, const StatusTotals& totals) {
 }
 
 // The _bucket, _sum and _count lines of one histogram; `labels` ends with a comma.
-void render_histogram(std::string& out, std::string_view labels,
-                      const std::array<uint64_t, kBucketCells>& buckets, double sum) {
+void render_histogram(std::string& out, std::string_view labels, std::span<const double> bounds,
+                      const std::vector<uint64_t>& buckets, double sum) {
   uint64_t cumulative = 0;
-  for (size_t b = 0; b < kBucketCells; ++b) {
+  for (size_t b = 0; b < buckets.size(); ++b) {
     cumulative += buckets[b];
     out.append("apisix_http_latency_bucket{").append(labels).append("le=\"");
-    if (b < kLatencyBounds.size()) {
-      append_double(out, kLatencyBounds[b]);
+    if (b < bounds.size()) {
+      append_double(out, bounds[b]);
     } else {
       out.append("+Inf");
     }
@@ -93,7 +106,7 @@ void render_latency(std::string& out, const RouteTotalsMap& totals) {
   family_head(out, "apisix_http_latency",
               "HTTP request latency in milliseconds per service in APISIX", "histogram");
   std::string labels;
-  for (const auto& [route_labels, t] : totals) {
+  for (const auto& [route_labels, t] : totals.latency) {
     for (size_t type = 0; type < kLatencyTypeNames.size(); ++type) {
       uint64_t count = 0;
       for (uint64_t n : t.buckets[type]) {
@@ -105,7 +118,7 @@ void render_latency(std::string& out, const RouteTotalsMap& totals) {
       labels.clear();
       append_label(labels, "type", kLatencyTypeNames[type]);
       labels.append(",").append(route_labels).append(",");
-      render_histogram(out, labels, t.buckets[type], t.sums[type]);
+      render_histogram(out, labels, totals.bounds, t.buckets[type], t.sums[type]);
     }
   }
 }
@@ -113,7 +126,7 @@ void render_latency(std::string& out, const RouteTotalsMap& totals) {
 void render_bandwidth(std::string& out, const RouteTotalsMap& totals) {
   family_head(out, "apisix_bandwidth", "Total bandwidth in bytes consumed per service in APISIX",
               "counter");
-  for (const auto& [labels, t] : totals) {
+  for (const auto& [labels, t] : totals.bandwidth) {
     out.append("apisix_bandwidth{type=\"ingress\",").append(labels).append("} ");
     append_uint(out, t.ingress);
     out.append("\napisix_bandwidth{type=\"egress\",").append(labels).append("} ");
@@ -194,7 +207,7 @@ std::string render_http(std::span<const HttpMetrics* const> workers) {
   const StatusTotals status = sum_status(workers);
   const RouteTotalsMap routes = sum_routes(workers);
   std::string out;
-  out.reserve(512 + status.size() * 160 + routes.size() * 7000);
+  out.reserve(512 + status.size() * 160 + routes.latency.size() * 7000);
   render_status(out, status);
   render_latency(out, routes);
   render_bandwidth(out, routes);

@@ -1,38 +1,57 @@
 #include "metrics/http_metrics.h"
 
 #include <cstring>
-#include <initializer_list>
 #include <memory>
+#include <span>
+#include <vector>
 
 #include "metrics/text_format.h"
 
 namespace sluice::metrics {
 namespace {
 
-// Writes the fields as length-prefixed bytes into buf, reused across calls (it allocates only
-// when a key is longer than any before), and returns the key. Length prefixes keep ("a", "bc")
-// and ("ab", "c") apart whatever bytes the values hold.
-std::string_view build_key(std::string& buf, std::initializer_list<std::string_view> fields) {
-  size_t total = 0;
-  for (std::string_view f : fields) {
-    total += sizeof(uint32_t) + f.size();
-  }
-  if (buf.size() < total) {
-    buf.resize(total);
-  }
-  char* p = buf.data();
-  for (std::string_view f : fields) {
+// Writes fields as length-prefixed bytes into buf, reused across requests (it allocates only
+// when a key is longer than any before). Length prefixes keep ("a", "bc") and ("ab", "c")
+// apart whatever bytes the values hold.
+// Thread: the owning worker (stack-local)
+class KeyWriter {
+ public:
+  explicit KeyWriter(std::string& buf) : buf_(buf) {}
+  void add(std::string_view f) {
     const auto n = static_cast<uint32_t>(f.size());
-    std::memcpy(p, &n, sizeof(n));
-    if (n != 0) {  // an empty view may have a null data(), which memcpy must not see
-      std::memcpy(p + sizeof(n), f.data(), f.size());
+    if (buf_.size() < at_ + sizeof(n) + f.size()) {
+      buf_.resize(at_ + sizeof(n) + f.size());
     }
-    p += sizeof(n) + f.size();
+    std::memcpy(buf_.data() + at_, &n, sizeof(n));
+    if (n != 0) {  // an empty view may have a null data(), which memcpy must not see
+      std::memcpy(buf_.data() + at_ + sizeof(n), f.data(), f.size());
+    }
+    at_ += sizeof(n) + f.size();
   }
-  return std::string_view(buf.data(), total);
+  // `count` values (missing ones empty), so every key of a layout has the same fields.
+  void add(std::span<const std::string_view> values, size_t count) {
+    for (size_t i = 0; i < count; ++i) {
+      add(i < values.size() ? values[i] : std::string_view());
+    }
+  }
+  size_t size() const { return at_; }
+  std::string_view view() const { return std::string_view(buf_.data(), at_); }
+
+ private:
+  std::string& buf_;
+  size_t at_ = 0;
+};
+
+// ,name="value" for each extra label.
+void append_extra(std::string& out, const std::vector<std::string>& names,
+                  std::span<const std::string_view> values) {
+  for (size_t i = 0; i < names.size(); ++i) {
+    out.push_back(',');
+    append_label(out, names[i], i < values.size() ? values[i] : std::string_view());
+  }
 }
 
-std::string status_labels(const HttpSample& s) {
+std::string status_labels(const HttpSample& s, const HttpLayout& layout) {
   std::string out;
   append_label(out, "code", std::to_string(s.code));
   out.push_back(',');
@@ -47,6 +66,7 @@ std::string status_labels(const HttpSample& s) {
   append_label(out, "consumer", s.labels.consumer);
   out.push_back(',');
   append_label(out, "node", s.labels.node);
+  append_extra(out, layout.status_extra, s.status_extra);
   return out;
 }
 
@@ -62,54 +82,67 @@ std::string route_labels(const HttpLabels& l) {
   return out;
 }
 
-void observe_all(RouteSeries& r, const HttpSample& s) {
-  r.latency[static_cast<size_t>(LatencyType::kRequest)].observe(s.request_ms);
-  if (s.upstream_ms >= 0) {
-    r.latency[static_cast<size_t>(LatencyType::kUpstream)].observe(s.upstream_ms);
-  }
-  r.latency[static_cast<size_t>(LatencyType::kApisix)].observe(s.apisix_ms);
-  r.ingress_bytes.add(s.ingress_bytes);
-  r.egress_bytes.add(s.egress_bytes);
-}
-
 }  // namespace
 
-void Histogram::observe(double ms) {
+std::shared_ptr<const HttpLayout> HttpMetrics::default_layout() {
+  static const auto kDefault = std::make_shared<const HttpLayout>();
+  return kDefault;
+}
+
+void Histogram::observe(double ms, std::span<const double> bounds) {
   if (!(ms >= 0)) {
     ms = 0;  // NaN or a clock step backwards: count the request, keep the sum a number
   }
   size_t i = 0;
-  while (i < kLatencyBounds.size() && ms > kLatencyBounds[i]) {
+  while (i < bounds.size() && ms > bounds[i]) {
     ++i;
   }
   buckets[i].add(1);
   sum.add(ms);
 }
 
+void HttpMetrics::observe_all(RouteSeries& r, const HttpSample& s) const {
+  const std::span<const double> bounds(layout_->bounds);
+  r.latency[static_cast<size_t>(LatencyType::kRequest)].observe(s.request_ms, bounds);
+  if (s.upstream_ms >= 0) {
+    r.latency[static_cast<size_t>(LatencyType::kUpstream)].observe(s.upstream_ms, bounds);
+  }
+  r.latency[static_cast<size_t>(LatencyType::kApisix)].observe(s.apisix_ms, bounds);
+  r.ingress_bytes.add(s.ingress_bytes);
+  r.egress_bytes.add(s.egress_bytes);
+}
+
 void HttpMetrics::record(const HttpSample& s) {
   // The status key starts with the route key, so one buffer serves both lookups, and a seen
   // status set, which knows its route set, costs a single hash lookup.
   const HttpLabels& l = s.labels;
-  const std::string_view code(reinterpret_cast<const char*>(&s.code), sizeof(s.code));
-  const std::string_view key = build_key(
-      key_, {l.route, l.service, l.consumer, l.node, code, l.matched_uri, l.matched_host});
-  const size_t route_key_size =
-      4 * sizeof(uint32_t) + l.route.size() + l.service.size() + l.consumer.size() + l.node.size();
-  if (StatusSeries* found = status_.find(key)) {
+  const HttpLayout& layout = *layout_;
+  KeyWriter key(key_);
+  for (std::string_view f : {l.route, l.service, l.consumer, l.node}) {
+    key.add(f);
+  }
+  key.add(s.latency_extra, layout.latency_extra.size());
+  key.add(s.bandwidth_extra, layout.bandwidth_extra.size());
+  const size_t route_key_size = key.size();
+  key.add(std::string_view(reinterpret_cast<const char*>(&s.code), sizeof(s.code)));
+  key.add(l.matched_uri);
+  key.add(l.matched_host);
+  key.add(s.status_extra, layout.status_extra.size());
+  if (StatusSeries* found = status_.find(key.view())) {
     found->count.add(1);
     observe_all(*found->route, s);
     return;
   }
-  RouteSeries* route = record_route(s, key.substr(0, route_key_size));
+  RouteSeries* route = record_route(s, key.view().substr(0, route_key_size));
   if (route == nullptr || full()) {
     dropped_.add(1);
     return;
   }
   auto fresh = std::make_unique<StatusSeries>();
-  fresh->labels = status_labels(s);
+  fresh->labels = status_labels(s, layout);
   fresh->route = route;
   fresh->count.add(1);
-  status_.publish(key, std::move(fresh));
+  status_.publish(key.view(), std::move(fresh));
 }
 
 RouteSeries* HttpMetrics::record_route(const HttpSample& s, std::string_view key) {
@@ -121,7 +154,14 @@ RouteSeries* HttpMetrics::record_route(const HttpSample& s, std::string_view key
     return nullptr;
   }
   auto fresh = std::make_unique<RouteSeries>();
-  fresh->labels = route_labels(s.labels);
+  const std::string common = route_labels(s.labels);
+  fresh->labels = common;
+  append_extra(fresh->labels, layout_->latency_extra, s.latency_extra);
+  fresh->bandwidth_labels = common;
+  append_extra(fresh->bandwidth_labels, layout_->bandwidth_extra, s.bandwidth_extra);
+  for (Histogram& h : fresh->latency) {
+    h.init(layout_->bounds.size());
+  }
   observe_all(*fresh, s);
   RouteSeries* raw = fresh.get();
   routes_.publish(key, std::move(fresh));

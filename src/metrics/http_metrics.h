@@ -5,8 +5,11 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
+#include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "metrics/cell.h"
 #include "metrics/series_index.h"
@@ -22,36 +25,49 @@ struct HttpLabels {
 struct HttpSample {
   int code = 0;  // response status
   HttpLabels labels;
+  // The values of HttpLayout's extra labels, in its order; missing values are empty.
+  std::span<const std::string_view> status_extra, latency_extra, bandwidth_extra;
   double request_ms = 0;    // whole request
   double upstream_ms = -1;  // < 0: no upstream was involved, no `upstream` observation
   double apisix_ms = 0;     // request_ms - upstream_ms (or request_ms)
   uint64_t ingress_bytes = 0, egress_bytes = 0;
 };
 
-// apisix_http_latency's bucket upper bounds in milliseconds (inclusive); +Inf follows.
+// apisix_http_latency's default bucket upper bounds in milliseconds (inclusive); +Inf follows.
 inline constexpr std::array<double, 15> kLatencyBounds = {
     1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000, 30000, 60000};
-inline constexpr size_t kBucketCells = kLatencyBounds.size() + 1;
+
+// What every worker's cells share, fixed when they are made (config.yaml's
+// plugin_attr.prometheus default_buckets and metrics.<family>.extra_labels).
+// Thread: any (immutable once shared)
+struct HttpLayout {
+  std::vector<double> bounds{kLatencyBounds.begin(), kLatencyBounds.end()};  // increasing
+  // Extra label names appended to each family's labels, in order.
+  std::vector<std::string> status_extra, latency_extra, bandwidth_extra;
+};
 
 // apisix_http_latency's `type` label, as an index into RouteSeries::latency.
 enum class LatencyType { kRequest, kUpstream, kApisix };
 inline constexpr std::array<std::string_view, 3> kLatencyTypeNames = {"request", "upstream",
                                                                       "apisix"};
 
-// One latency histogram: per-bucket counts (not cumulative) and the sum; the count is the
-// buckets' total, so a scrape never shows _count and le="+Inf" disagreeing.
+// One latency histogram: per-bucket counts (not cumulative; one per bound, then +Inf) and the
+// sum; the count is the buckets' total, so a scrape never shows _count and le="+Inf"
+// disagreeing.
 // Thread: the owning worker calls observe(); any thread reads the cells
 struct Histogram {
-  std::array<Counter, kBucketCells> buckets;
+  std::unique_ptr<Counter[]> buckets;  // bounds.size() + 1
   DoubleSum sum;
-  void observe(double ms);
+  void init(size_t bounds) { buckets = std::make_unique<Counter[]>(bounds + 1); }
+  void observe(double ms, std::span<const double> bounds);
 };
 
-// One (route, service, consumer, node) label set: its three latency histograms and its
-// ingress/egress bytes.
+// One (route, service, consumer, node, latency extras, bandwidth extras) label set: its three
+// latency histograms and its ingress/egress bytes.
 // Thread: the owning worker writes the cells; labels are immutable once published
 struct RouteSeries {
-  std::string labels;  // route="1",service="",consumer="",node="..." escaped
+  // route="1",service="",consumer="",node="..." escaped, then each family's extra labels
+  std::string labels, bandwidth_labels;                     // labels: apisix_http_latency's
   std::array<Histogram, kLatencyTypeNames.size()> latency;  // indexed by LatencyType
   Counter ingress_bytes, egress_bytes;
   const RouteSeries* next = nullptr;
@@ -73,7 +89,9 @@ struct StatusSeries {
 // Thread: one worker calls record(); any thread calls dropped() and walks the heads
 class HttpMetrics {
  public:
-  explicit HttpMetrics(size_t max_series) : max_series_(max_series) {}
+  explicit HttpMetrics(size_t max_series,
+                       std::shared_ptr<const HttpLayout> layout = default_layout())
+      : max_series_(max_series), layout_(std::move(layout)) {}
   HttpMetrics(const HttpMetrics&) = delete;
   HttpMetrics& operator=(const HttpMetrics&) = delete;
 
@@ -88,13 +106,17 @@ class HttpMetrics {
   // The newest series first; walk `next`. Valid while this object lives.
   const StatusSeries* status_head() const { return status_.head(); }
   const RouteSeries* route_head() const { return routes_.head(); }
+  const HttpLayout& layout() const { return *layout_; }
+  static std::shared_ptr<const HttpLayout> default_layout();
 
  private:
   // Records into the route set under `key`, creating it if the cap allows; nullptr if not.
   RouteSeries* record_route(const HttpSample& s, std::string_view key);
   bool full() const { return series() >= max_series_; }
+  void observe_all(RouteSeries& r, const HttpSample& s) const;
 
   size_t max_series_;
+  std::shared_ptr<const HttpLayout> layout_;
   SeriesIndex<StatusSeries> status_;
   SeriesIndex<RouteSeries> routes_;
   Counter dropped_;

@@ -37,6 +37,7 @@ void Context::reset() {
   skip_global = skip_route = 0;
   pending = nullptr;
   scratch.clear();
+  stash.clear();
   entry = 0;
   marks_[0] = marks_[1] = 0;
 }
@@ -67,7 +68,11 @@ Chain::Chain(std::vector<Entry> entries) : entries_(std::move(entries)) {
     }
     mask_ |= bits;
     any_filter_ = any_filter_ || entries_[i].has_filter;
+    any_prefer_route_ = any_prefer_route_ || entries_[i].prefer_route;
     needs_body_ = needs_body_ || entries_[i].plugin->needs_body();
+    if (entries_[i].plugin->reads_head()) {
+      head_.push_back(static_cast<uint8_t>(i));
+    }
   }
 }
 
@@ -84,9 +89,47 @@ uint64_t Chain::filter_mask(const router::MatchContext& m) const {
   return skip;
 }
 
+uint64_t Chain::preferred_by(const Chain& route) const {
+  if (!any_prefer_route_) {
+    return 0;
+  }
+  uint64_t skip = 0;
+  for (size_t i = 0; i < entries_.size(); ++i) {
+    if (!entries_[i].prefer_route) {
+      continue;
+    }
+    for (const Entry& r : route.entries()) {
+      if (r.name == entries_[i].name) {
+        skip |= uint64_t{1} << i;
+        break;
+      }
+    }
+  }
+  return skip;
+}
+
 void prepare(const Chains& c, Context& ctx) {
   ctx.skip_global = c.global != nullptr ? c.global->filter_mask(ctx.match) : 0;
+  if (c.global != nullptr && c.route != nullptr) {
+    ctx.skip_global |= c.global->preferred_by(*c.route);
+  }
   ctx.skip_route = c.route != nullptr ? c.route->filter_mask(ctx.match) : 0;
+  if (c.global != nullptr) {
+    for (uint8_t i : c.global->head()) {
+      if ((ctx.skip_global >> i & 1) == 0) {
+        ctx.entry = i;
+        c.global->entries()[i].plugin->head(ctx);
+      }
+    }
+  }
+  if (c.route != nullptr) {
+    for (uint8_t i : c.route->head()) {
+      if ((ctx.skip_route >> i & 1) == 0) {
+        ctx.entry = static_cast<uint16_t>(64 + i);
+        c.route->entries()[i].plugin->head(ctx);
+      }
+    }
+  }
 }
 
 namespace {

@@ -27,6 +27,9 @@ struct Entry {
   // `_meta.error_response`: replaces the body of this plugin's replies.
   bool has_error_response = false;
   std::string error_response;
+  // PluginInfo::prefer_route: in the global chain, skipped for a request whose route chain
+  // has a plugin of the same name.
+  bool prefer_route = false;
 };
 
 // Thread: any (immutable)
@@ -45,14 +48,20 @@ class Chain {
   const std::vector<Entry>& entries() const { return entries_; }
   // Indexes into entries(), in run order, of the plugins implementing `p`.
   std::span<const uint8_t> phase(Phase p) const { return by_phase_[static_cast<int>(p)]; }
+  // Indexes into entries() of the plugins that reads_head(), in run order.
+  std::span<const uint8_t> head() const { return head_; }
   // Bit i set: entry i's filter rejects this request.
   uint64_t filter_mask(const router::MatchContext& m) const;
+  // Bit i set: entry i is prefer_route and `route` has a plugin of its name.
+  uint64_t preferred_by(const Chain& route) const;
 
  private:
   std::vector<Entry> entries_;
   std::array<std::vector<uint8_t>, kPhaseCount> by_phase_;
+  std::vector<uint8_t> head_;
   uint32_t mask_ = 0;
   bool any_filter_ = false;
+  bool any_prefer_route_ = false;
   bool needs_body_ = false;
 };
 
@@ -70,7 +79,9 @@ struct Chains {
   }
 };
 
-// Evaluates the `_meta.filter`s once, while the request head is readable.
+// Evaluates the `_meta.filter`s once, while the request head is readable, skips the global
+// prefer_route plugins the route has too (APISIX's run_policy "prefer_route"), and runs the
+// head() hooks of the plugins that are not skipped.
 void prepare(const Chains& c, Context& ctx);
 
 // Runs the request phases from ctx.phase / ctx.cursor through `last` (kAccess when no route

@@ -94,6 +94,10 @@ struct PluginInfo {
   // The plugin's control endpoint: the body of the answer to a GET on it, made on the control
   // thread (prometheus: its families of the metrics page). nullptr: the plugin has none.
   std::string (*control)(const Shared& shared) = nullptr;
+  // APISIX's run_policy "prefer_route": a global rule's instance does not run for a request
+  // whose route (merged with its service and plugin_config) has the plugin too, and only the
+  // first global rule's instance is kept, so the plugin runs once per request.
+  bool prefer_route = false;
 };
 
 }  // namespace sluice::plugin

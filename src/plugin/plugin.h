@@ -155,6 +155,9 @@ struct Context {
   // A buffer hooks may build text in (limit-count's key); its capacity is kept across
   // requests, so steady state allocates nothing.
   std::string scratch;
+  // What a head() hook keeps for the same plugin's later hooks (prometheus: extra label values
+  // read from the request head, which is gone by the log phase). Capacity kept, like scratch.
+  std::string stash;
 
   // One bit of per-request state for each plugin of the chains, for a hook to tell a later
   // phase's hook what it decided (response-rewrite: "this response is rewritten"). The runner
@@ -178,6 +181,11 @@ class Plugin {
   // up to its cap (a bigger one is refused with 413), before the rewrite phase runs, and then
   // sends it upstream with a Content-Length. Streaming is kept for every other route.
   virtual bool needs_body() const { return false; }
+  // The plugin reads the request head once per request before any phase, whatever answers
+  // the request later (a reply from an earlier plugin, a 404): plugin::prepare calls head()
+  // then, unless `_meta.filter` or prefer_route skips the plugin for this request.
+  virtual bool reads_head() const { return false; }
+  virtual void head(Context&) const {}
   virtual Action rewrite(Context&) const { return Action::kContinue; }
   virtual Action access(Context&) const { return Action::kContinue; }
   virtual Action before_proxy(Context&) const { return Action::kContinue; }

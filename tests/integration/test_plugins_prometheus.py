@@ -338,3 +338,46 @@ def test_scrape_answers_while_idle_and_repeatedly(make_gateway, upstream):
     settled(gw, (status_line(200), 1))
     vals = [sample_value(metrics_text(gw), status_line(200)) for _ in range(3)]
     assert vals == [1, 1, 1], "scraping changed the counts: %r" % vals
+
+
+def test_one_request_counts_once_on_a_global_rule_and_its_route(make_gateway, upstream):
+    """prometheus is on a global rule and on the route (directly, through its service, through
+    its plugin_config): APISIX's run_policy "prefer_route" runs only the route's instance, so
+    each request counts once, with the route's conf (prefer_name here)."""
+    gw = make_gateway(admin=True, workers=2)
+    with gw.admin_client() as c:
+        for path, body in (
+                ("/global_rules/1", {"plugins": {"prometheus": {}}}),
+                ("/global_rules/2", {"plugins": {"prometheus": {"prefer_name": True}}}),
+                ("/services/s1", {"name": "svc", "plugins": {"prometheus": {}}}),
+                ("/plugin_configs/pc1", {"plugins": {"prometheus": {"prefer_name": True}}}),
+                ("/routes/1", admin_route("/hello", upstream, name="direct",
+                                          plugins={"prometheus": {"prefer_name": True}})),
+                ("/routes/2", admin_route("/by-service", upstream, name="viasvc",
+                                          service_id="s1")),
+                ("/routes/3", admin_route("/by-config", upstream, name="viapc",
+                                          plugin_config_id="pc1")),
+                ("/routes/4", admin_route("/plain", upstream, name="plain"))):
+            r = c.request("PUT", path, body)
+            assert r.status in (200, 201), (path, r)
+    for path in ("/hello", "/by-service", "/by-config", "/plain"):
+        assert get(gw.port, path).status == 200, path
+    expect = [status_line(200, route="direct"),
+              status_line(200, route="2", uri="/by-service", service="s1"),
+              status_line(200, route="viapc", uri="/by-config"),
+              # only global rules: the first rule's instance (no prefer_name) counts it
+              status_line(200, route="4", uri="/plain")]
+    text = settled(gw, *[(line, 1) for line in expect])
+    time.sleep(0.3)  # a second, wrong, count would land now
+    text = metrics_text(gw)
+    for line in expect:
+        assert sample_value(text, line) == 1, "%s\n%s" % (line, text[:4000])
+    status_lines = [x for x in text.splitlines() if x.startswith("apisix_http_status{")]
+    assert len(status_lines) == 4, "\n".join(status_lines)
+    # latency and bandwidth: once too
+    for rt, svc in (("direct", ""), ("2", "s1"), ("viapc", ""), ("4", "")):
+        assert sample_value(text, "apisix_http_latency_count{%s}" % labels(
+            "request", route=rt, service=svc)) == 1, (rt, text[:4000])
+    heads = [v for name, lb, v in parse_samples(text) if name == "apisix_bandwidth"
+             and ("type", "ingress") in lb]
+    assert len(heads) == 4 and max(heads) < 1.5 * min(heads), heads  # similar heads, none twice

@@ -1,7 +1,12 @@
 #include "plugins/prometheus/prometheus.h"
 
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstring>
 #include <vector>
 
+#include "common/log.h"
 #include "metrics/exposition.h"
 #include "metrics/http_metrics.h"
 
@@ -9,23 +14,50 @@ namespace sluice::plugins::prometheus {
 
 namespace {
 
+// Each worker's metric cells, made once per process and kept across plugin reloads, with the
+// plugin_attr they were made with (default_buckets and extra_labels are read at start).
+// Thread: any (each cell is written by its worker only; read while rendering)
+struct Cells {
+  Attr attr;
+  plugin::Json made_from;  // default_buckets and metrics as they were at start
+  bool warned = false;     // about a reload that changed them
+  std::vector<std::unique_ptr<metrics::HttpMetrics>> workers;
+  std::vector<const metrics::HttpMetrics*> view;
+  std::vector<std::unique_ptr<WorkerCells>> slots;
+};
+
+constexpr char kCellsKey[] = "prometheus.cells";
+
+// The part of plugin_attr.prometheus that shapes the cells.
+plugin::Json layout_keys(const plugin::Json& attr) {
+  plugin::Json out = plugin::Json::object();
+  for (const char* key : {"default_buckets", "metrics"}) {
+    if (auto it = attr.find(key); it != attr.end()) {
+      out[key] = *it;
+    }
+  }
+  return out;
+}
+
 common::StatusOr<std::shared_ptr<const plugin::Plugin>> make(const plugin::Json& json,
-                                                             const plugin::BuildEnv&) {
+                                                             const plugin::BuildEnv& env) {
   auto conf = parse(json);
   if (!conf.is_ok()) {
     return conf.status();
   }
-  return std::shared_ptr<const plugin::Plugin>(std::make_shared<const Prometheus>(*conf));
+  auto cells = env.shared.find<Cells>(kCellsKey);
+  if (cells && !cells->warned &&
+      layout_keys(env.shared.attr_of("prometheus")) != cells->made_from) {
+    cells->warned = true;
+    SLUICE_LOG(kWarn,
+               "plugin_attr.prometheus: default_buckets and metrics are read at start; the "
+               "changed values take effect at the next restart");
+  }
+  const bool reads_head =
+      cells ? cells->attr.reads_head : read_attr(env.shared.attr_of("prometheus")).reads_head;
+  return std::shared_ptr<const plugin::Plugin>(
+      std::make_shared<const Prometheus>(*conf, reads_head));
 }
-
-// Each worker's metric cells, made once per process and kept across plugin reloads.
-// Thread: any (each cell is written by its worker only; read while rendering)
-struct Cells {
-  std::vector<std::unique_ptr<metrics::HttpMetrics>> workers;
-  std::vector<const metrics::HttpMetrics*> view;
-};
-
-constexpr char kCellsKey[] = "prometheus.cells";
 
 // plugin_attr.prometheus.max_label_sets: label sets a worker records before it drops samples
 // (checked by config.yaml's decoder).
@@ -39,18 +71,25 @@ size_t max_label_sets(const plugin::Shared& shared) {
 }
 
 void process_init(plugin::Shared& shared, const plugin::ProcessEnv& env) {
-  auto cells = shared.get<Cells>(kCellsKey, [] { return std::make_shared<Cells>(); });
+  auto cells = shared.get<Cells>(kCellsKey, [&shared] {
+    auto made = std::make_shared<Cells>();
+    made->attr = read_attr(shared.attr_of("prometheus"));
+    made->made_from = layout_keys(shared.attr_of("prometheus"));
+    return made;
+  });
   size_t cap = max_label_sets(shared);
   while (cells->workers.size() < static_cast<size_t>(env.workers)) {
-    cells->workers.push_back(std::make_unique<metrics::HttpMetrics>(cap));
+    cells->workers.push_back(std::make_unique<metrics::HttpMetrics>(cap, cells->attr.layout));
     cells->view.push_back(cells->workers.back().get());
+    cells->slots.push_back(
+        std::make_unique<WorkerCells>(WorkerCells{cells->workers.back().get(), &cells->attr}));
   }
 }
 
 void worker_init(plugin::Shared& shared, plugin::WorkerLocal& local) {
   auto cells = shared.find<Cells>(kCellsKey);
   if (cells && static_cast<size_t>(local.worker_id) < cells->workers.size()) {
-    local.set_slot(slot_tag(), cells->workers[local.worker_id].get());
+    local.set_slot(slot_tag(), cells->slots[local.worker_id].get());
   }
 }
 
@@ -82,16 +121,89 @@ const plugin::PluginInfo& info() {
                                         .process_init = process_init,
                                         .worker_init = worker_init,
                                         .destroy = destroy,
-                                        .control = control};
+                                        .control = control,
+                                        .prefer_route = true};
   return kInfo;
 }
 
-void Prometheus::log(plugin::Context& ctx) const {
-  auto* m = ctx.worker->slot<metrics::HttpMetrics>(slot_tag());
-  if (m == nullptr) {
+namespace {
+
+// Appends a length-prefixed value to ctx.stash.
+void stash(std::string& out, std::string_view v) {
+  const auto n = static_cast<uint32_t>(v.size());
+  out.append(reinterpret_cast<const char*>(&n), sizeof(n)).append(v);
+}
+
+// The next value stash() wrote at `*at`; empty past the end (head() did not run).
+std::string_view unstash(const std::string& in, size_t* at) {
+  uint32_t n = 0;
+  if (*at + sizeof(n) > in.size()) {
+    return {};
+  }
+  std::memcpy(&n, in.data() + *at, sizeof(n));
+  std::string_view v(in.data() + *at + sizeof(n), std::min<size_t>(n, in.size() - *at - 4));
+  *at += sizeof(n) + v.size();
+  return v;
+}
+
+// The extra label values of one request, by family. Values point into ctx (stash, match) or
+// into `digits`/`scratch`, valid through record().
+// Thread: worker (stack-local)
+struct ExtraValues {
+  std::array<std::array<std::string_view, kMaxExtraLabels>, 3> values;
+  std::array<size_t, 3> counts{};
+  router::VarScratch scratch;
+  char digits[8];
+
+  void read(const Attr& attr, const plugin::Context& ctx) {
+    size_t at = 0;
+    for (size_t f = 0; f < attr.vars.size(); ++f) {
+      counts[f] = attr.vars[f].size();
+      for (size_t i = 0; i < counts[f]; ++i) {
+        const LabelVar& v = attr.vars[f][i];
+        values[f][i] =
+            v.reads_request_head() ? unstash(ctx.stash, &at) : v.get(ctx, &scratch, digits);
+      }
+    }
+  }
+  std::span<const std::string_view> of(Family f) const {
+    return {values[static_cast<size_t>(f)].data(), counts[static_cast<size_t>(f)]};
+  }
+};
+
+}  // namespace
+
+// The request head is gone by the log phase: its variables are read now, in the order log()
+// takes them back.
+void Prometheus::head(plugin::Context& ctx) const {
+  auto* w = ctx.worker != nullptr ? ctx.worker->slot<WorkerCells>(slot_tag()) : nullptr;
+  if (w == nullptr) {
     return;
   }
+  ctx.stash.clear();
+  router::VarScratch scratch;
+  char digits[8];
+  for (const auto& family : w->attr->vars) {
+    for (const LabelVar& v : family) {
+      if (v.reads_request_head()) {
+        stash(ctx.stash, v.get(ctx, &scratch, digits));
+      }
+    }
+  }
+}
+
+void Prometheus::log(plugin::Context& ctx) const {
+  auto* w = ctx.worker->slot<WorkerCells>(slot_tag());
+  if (w == nullptr) {
+    return;
+  }
+  metrics::HttpMetrics* m = w->metrics;
+  ExtraValues extra;
+  extra.read(*w->attr, ctx);
   metrics::HttpSample s;
+  s.status_extra = extra.of(Family::kStatus);
+  s.latency_extra = extra.of(Family::kLatency);
+  s.bandwidth_extra = extra.of(Family::kBandwidth);
   s.code = ctx.status;
   bool by_name = conf_.prefer_name;
   s.labels.route = by_name && !ctx.route_name.empty() ? ctx.route_name : ctx.route_id;

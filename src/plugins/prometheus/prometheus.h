@@ -4,6 +4,7 @@
 // by the export server (runtime/metrics_export.h). See README.md beside this file.
 
 #include "plugin/info.h"
+#include "plugins/prometheus/attr.h"
 #include "plugins/prometheus/config.h"
 
 namespace sluice::plugins::prometheus {
@@ -12,7 +13,14 @@ namespace sluice::plugins::prometheus {
 // worker_init hands each worker its own, control renders them all for the export server.
 const plugin::PluginInfo& info();
 
-// The WorkerLocal slot (plugin.h) holding a worker's metrics::HttpMetrics cell.
+// What a worker's slot holds: its cells and the extra labels' variables they were made for.
+// Thread: the worker (attr is immutable)
+struct WorkerCells {
+  metrics::HttpMetrics* metrics = nullptr;
+  const Attr* attr = nullptr;
+};
+
+// The WorkerLocal slot (plugin.h) holding a worker's WorkerCells.
 const void* slot_tag();
 
 // plugin_attr.prometheus.max_label_sets when not set.
@@ -21,12 +29,16 @@ inline constexpr size_t kDefaultMaxLabelSets = 10000;
 // Thread: any (immutable)
 class Prometheus final : public plugin::Plugin {
  public:
-  explicit Prometheus(Conf conf) : conf_(conf) {}
+  // reads_head: an extra label reads the request head (plugin_attr, attr.h).
+  Prometheus(Conf conf, bool reads_head) : conf_(conf), reads_head_(reads_head) {}
   uint32_t phases() const override { return plugin::phase_bit(plugin::Phase::kLog); }
+  bool reads_head() const override { return reads_head_; }
+  void head(plugin::Context& ctx) const override;
   void log(plugin::Context& ctx) const override;
 
  private:
   Conf conf_;
+  bool reads_head_;
 };
 
 }  // namespace sluice::plugins::prometheus

@@ -204,7 +204,7 @@ plugins:
 plugin_attr:
   prometheus:
     export_addr: {ip: 127.0.0.1, port: 9091}
-    default_buckets: [1, 2]
+    refresh_interval: 15
   log-rotate:
     interval: 3600
 )");
@@ -219,7 +219,7 @@ plugin_attr:
           "config.yaml: nginx_config.error_log is not supported yet and is ignored",
           "config.yaml: nginx_config.http.enable_access_log is not supported yet and is ignored",
           "config.yaml: plugin_attr.log-rotate is not supported yet and is ignored",
-          "config.yaml: plugin_attr.prometheus.default_buckets is not supported yet and is "
+          "config.yaml: plugin_attr.prometheus.refresh_interval is not supported yet and is "
           "ignored"));
   // `plugins` and the built-in plugins' plugin_attr sections are read, not warned about.
   EXPECT_TRUE(c.plugins_listed);
@@ -274,6 +274,29 @@ plugin_attr:
                 R"({"limit-count": {"local_keys": 4096}, "prometheus": {"max_label_sets": 5}})"));
 }
 
+TEST(GatewayConfig, PrometheusBucketsAndExtraLabelsGoToPluginAttr) {
+  auto r = parse_gateway_config(R"(
+plugin_attr:
+  prometheus:
+    default_buckets: [5, 50.5, 500]
+    metrics:
+      http_status:
+        extra_labels:
+          - tenant: $http_x_tenant
+          - upstream_addr: $remote_addr
+      bandwidth:
+        extra_labels: [{v: $arg_v}]
+)",
+                                "/etc/sluice");
+  ASSERT_TRUE(r.is_ok()) << r.status().message();
+  EXPECT_TRUE(r->warnings.empty()) << r->warnings.front();
+  EXPECT_EQ(r->plugin_attr, nlohmann::json::parse(R"({"prometheus": {
+      "default_buckets": [5, 50.5, 500],
+      "metrics": {"http_status": {"extra_labels": [{"tenant": "$http_x_tenant"},
+                                                   {"upstream_addr": "$remote_addr"}]},
+                  "bandwidth": {"extra_labels": [{"v": "$arg_v"}]}}}})"));
+}
+
 TEST(GatewayConfig, PluginsAndPluginAttrErrors) {
   struct Case {
     const char* text;
@@ -301,6 +324,27 @@ TEST(GatewayConfig, PluginsAndPluginAttrErrors) {
        "\"localhost\""},
       {"plugin_attr: {prometheus: {max_label_sets: -1}}\n",
        "config.yaml: plugin_attr.prometheus.max_label_sets: expected -1 to be at least 0"},
+      {"plugin_attr: {prometheus: {default_buckets: []}}\n",
+       "config.yaml: plugin_attr.prometheus.default_buckets: expected a non-empty list of numbers "
+       "(milliseconds)"},
+      {"plugin_attr: {prometheus: {default_buckets: [5, 0.5]}}\n",
+       "config.yaml: plugin_attr.prometheus.default_buckets: [1]: the buckets must be strictly "
+       "increasing"},
+      {"plugin_attr: {prometheus: {default_buckets: [0, 5]}}\n",
+       "config.yaml: plugin_attr.prometheus.default_buckets: [0]: expected a positive number"},
+      {"plugin_attr: {prometheus: {metrics: {http_status: {extra_labels: [{proto: $scheme}]}}}}\n",
+       "config.yaml: plugin_attr.prometheus.metrics.http_status.extra_labels: [0].proto: variable "
+       "\"$scheme\" is not supported by Sluice"},
+      {"plugin_attr: {prometheus: {metrics: {bandwidth: {extra_labels: [{up: "
+       "$upstream_status}]}}}}\n",
+       "config.yaml: plugin_attr.prometheus.metrics.bandwidth.extra_labels: [0].up: variable "
+       "\"$upstream_status\" is not supported by Sluice"},
+      {"plugin_attr: {prometheus: {metrics: {http_latency: {extra_labels: [{route: $uri}]}}}}\n",
+       "config.yaml: plugin_attr.prometheus.metrics.http_latency.extra_labels: [0]: label "
+       "\"route\" is already in http_latency"},
+      {"plugin_attr: {prometheus: {metrics: {http_latency: {extra_labels: [{u: uri}]}}}}\n",
+       "config.yaml: plugin_attr.prometheus.metrics.http_latency.extra_labels: [0].u: \"uri\" is "
+       "not a variable: write it as \"$name\""},
       {"plugin_attr: {limit-count: {local_keys: 10}}\n",
        "config.yaml: plugin_attr.limit-count.local_keys: expected 10 to be at least 1024"},
       {"plugin_attr: {limit-count: {local_keys: many}}\n",

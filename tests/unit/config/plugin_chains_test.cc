@@ -209,6 +209,26 @@ TEST(BuildGlobalChain, MergesEveryRule) {
   EXPECT_TRUE(warnings.empty());
 }
 
+// prometheus is prefer_route: in two global rules it would count each request twice, so only
+// the first rule's is kept, with a warning naming the second.
+TEST(BuildGlobalChain, APreferRoutePluginInTwoRulesIsKeptOnce) {
+  plugin::Shared shared;
+  std::vector<std::string> warnings;
+  std::vector<GlobalRuleConf> rules(2);
+  rules[0].id = "1";
+  rules[0].plugins = Json::parse(R"({"prometheus": {}})");
+  rules[1].id = "2";
+  rules[1].plugins = Json::parse(R"({"prometheus": {"prefer_name": true},
+                                     "limit-count": {"count": 3, "time_window": 1}})");
+  auto c = build_global_chain(rules, shared, &warnings);
+  ASSERT_TRUE(c.is_ok()) << c.status().message();
+  ASSERT_NE(*c, nullptr);
+  EXPECT_EQ(names(**c), (std::vector<std::string>{"limit-count", "prometheus"}));
+  EXPECT_TRUE((*c)->entries()[1].prefer_route);
+  EXPECT_THAT(warnings, ElementsAre("global_rule/2: plugin prometheus is in an earlier global "
+                                    "rule too; only the first runs"));
+}
+
 TEST(BuildGlobalChain, NoPluginsNoChain) {
   plugin::Shared shared;
   std::vector<std::string> warnings;

@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <ostream>
@@ -427,6 +428,32 @@ TEST(Filter, AChainWithoutFiltersSkipsNothing) {
   prepare(c, ctx);
   EXPECT_EQ(ctx.skip_global, 0u);
   EXPECT_EQ(ctx.skip_route, 0u);
+}
+
+// A prefer_route plugin (prometheus) on a global rule and on the route runs once: the
+// route's; where the route lacks it, or has no chain, the global rule's runs.
+TEST(PreferRoute, TheRoutesInstanceReplacesTheGlobalOne) {
+  Fakes f;
+  std::vector<Entry> g, r, other;
+  f.add(&g, "prom", 500, kLog);
+  g.back().prefer_route = true;
+  f.add(&g, "g2", 1, kLog);  // not prefer_route: runs whatever the route has
+  f.add(&r, "prom", 500, kLog);
+  f.add(&r, "g2", 1, kLog);
+  f.add(&other, "r2", 1, kLog);
+  Chain global(std::move(g)), route(std::move(r)), without(std::move(other));
+  FakeRequest req("GET", "/x");
+  for (const Chain* rc : std::initializer_list<const Chain*>{&route, &without, nullptr}) {
+    f.calls.clear();
+    Context ctx;
+    ctx.match = req.ctx;
+    Chains c{&global, rc};
+    prepare(c, ctx);
+    run_response(c, ctx, Phase::kLog);
+    size_t proms = std::count(f.calls.begin(), f.calls.end(), "prom:log");
+    EXPECT_EQ(proms, 1u) << (rc == &route ? "route has it" : "route lacks it");
+    EXPECT_EQ(f.calls.front(), rc == &route ? "g2:log" : "prom:log");
+  }
 }
 
 TEST(RunResponse, RunsEveryImplementingPluginGlobalFirst) {

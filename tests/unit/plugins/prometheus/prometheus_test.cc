@@ -43,7 +43,7 @@ bool contains(const std::string& text, std::string_view line) {
 class PrometheusTest : public ::testing::Test {
  protected:
   PrometheusTest() : metrics_(100) {
-    worker_.set_slot(slot_tag(), &metrics_);
+    worker_.set_slot(slot_tag(), &cells_);
     ctx_.worker = &worker_;
     ctx_.route_id = "1";
     ctx_.route_name = "hello";
@@ -62,6 +62,8 @@ class PrometheusTest : public ::testing::Test {
   }
 
   metrics::HttpMetrics metrics_;
+  Attr attr_;
+  WorkerCells cells_{&metrics_, &attr_};
   plugin::WorkerLocal worker_;
   plugin::Context ctx_;
 };
@@ -190,7 +192,7 @@ TEST_F(PrometheusTest, WithoutHttpMetricsNothingIsRecorded) {
   p->log(ctx_);
   EXPECT_EQ(metrics_.series(), 0u);
   EXPECT_FALSE(contains(render(metrics_), "apisix_http_status{")) << render(metrics_);
-  worker_.set_slot(slot_tag(), &metrics_);
+  worker_.set_slot(slot_tag(), &cells_);
   p->log(ctx_);
   EXPECT_EQ(metrics_.series(), 2u);  // one status set and its route set
 }
@@ -207,8 +209,8 @@ TEST(PrometheusLifecycle, HooksMakeOneCellPerWorkerAndControlSumsThem) {
   w1.worker_id = 1;
   info().worker_init(shared, w0);
   info().worker_init(shared, w1);
-  auto* c0 = w0.slot<metrics::HttpMetrics>(slot_tag());
-  auto* c1 = w1.slot<metrics::HttpMetrics>(slot_tag());
+  auto* c0 = w0.slot<WorkerCells>(slot_tag());
+  auto* c1 = w1.slot<WorkerCells>(slot_tag());
   ASSERT_NE(c0, nullptr);
   ASSERT_NE(c1, nullptr);
   EXPECT_NE(c0, c1);
