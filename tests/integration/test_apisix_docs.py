@@ -2731,16 +2731,14 @@ def test_prometheus_upstream_health(fresh):
 def test_prometheus_extra_labels(tmp_path, ups):
     # prometheus.md (newer), "Add Extra Labels for Metrics": config.yaml's
     # plugin_attr.prometheus.metrics.http_status.extra_labels, a route named extra-label,
-    # a request, and the metric with upstream_addr and route_name labels. Difference:
-    # Sluice does not support extra labels: the key is named in the start-up warning
-    # (as every unsupported key is) and the metric keeps its standard labels.
+    # a request, and the metric with upstream_addr and route_name labels after the
+    # standard ones.
     gw = _gateway(tmp_path / "gw", config={"plugin_attr": {"prometheus": {"metrics": {
         "http_status": {"extra_labels": [{"upstream_addr": "$upstream_addr"},
                                          {"route_name": "$route_name"}]}}}}})
     try:
         doc = Doc(gw, ups)
-        assert "plugin_attr.prometheus.metrics is not supported yet" in gw.log_text(), \
-            gw.log_tail()
+        assert "not supported" not in gw.log_text(), gw.log_tail()
         r = doc.run('''
             curl "http://127.0.0.1:9180/apisix/admin/routes" -X PUT \\
               -H "X-API-KEY: ${ADMIN_API_KEY}" \\
@@ -2761,7 +2759,8 @@ def test_prometheus_extra_labels(tmp_path, ups):
         assert r.status == 201, r
         assert doc.run('curl -i "http://127.0.0.1:9080/get"').status == 200
         line = 'apisix_http_status{code="200",route="prometheus-route",matched_uri="/get",' \
-               'matched_host="",service="",consumer="",node="127.0.0.1"} 1'
+               'matched_host="",service="",consumer="",node="127.0.0.1",' \
+               'upstream_addr="%s",route_name="extra-label"} 1' % doc.addr("httpbin.org:80")
 
         def found():
             r = doc.run('curl "http://127.0.0.1:9091/apisix/prometheus/metrics"')

@@ -52,13 +52,14 @@ StatusOr<LabelVar> LabelVar::parse(std::string_view ref) {
     std::string_view name;
     Kind kind;
   };
-  static constexpr std::array<Named, 6> kOwn = {{
+  static constexpr std::array<Named, 7> kOwn = {{
       {"status", Kind::kStatus},
       {"route_id", Kind::kRouteId},
       {"route_name", Kind::kRouteName},
       {"service_id", Kind::kServiceId},
       {"service_name", Kind::kServiceName},
       {"consumer_name", Kind::kConsumerName},
+      {"upstream_addr", Kind::kUpstreamAddr},
   }};
   LabelVar v;
   for (const Named& n : kOwn) {
@@ -78,14 +79,24 @@ StatusOr<LabelVar> LabelVar::parse(std::string_view ref) {
 }
 
 std::string_view LabelVar::get(const plugin::Context& ctx, router::VarScratch* scratch,
-                               char (&digits)[8]) const {
+                               Buf& buf) const {
   std::string_view out;
   switch (kind_) {
     case Kind::kRequest:
       return var_.get(ctx.match, scratch, &out) ? out : std::string_view();
     case Kind::kStatus: {
-      auto r = fmt::format_to_n(digits, sizeof(digits), "{}", ctx.status);
-      return std::string_view(digits, r.out - digits);
+      auto r = fmt::format_to_n(buf, sizeof(buf), "{}", ctx.status);
+      return std::string_view(buf, r.out - buf);
+    }
+    case Kind::kUpstreamAddr: {
+      if (ctx.upstream_port == 0) {
+        return {};  // no upstream was tried (nginx: nil)
+      }
+      const bool v6 = ctx.upstream_ip.find(':') != std::string_view::npos;
+      auto r =
+          v6 ? fmt::format_to_n(buf, sizeof(buf), "[{}]:{}", ctx.upstream_ip, ctx.upstream_port)
+             : fmt::format_to_n(buf, sizeof(buf), "{}:{}", ctx.upstream_ip, ctx.upstream_port);
+      return std::string_view(buf, std::min<size_t>(r.size, sizeof(buf)));
     }
     case Kind::kRouteId:
       return ctx.route_id;

@@ -30,9 +30,10 @@ class LabelVar {
   static common::StatusOr<LabelVar> parse(std::string_view ref);
   // The value comes from the request head, which is read before any phase (Plugin::head).
   bool reads_request_head() const { return kind_ == Kind::kRequest && var_.reads_request_head(); }
-  // The value now (empty when nil); may point into `scratch` or `digits`.
-  std::string_view get(const plugin::Context& ctx, router::VarScratch* scratch,
-                       char (&digits)[8]) const;
+  // Room for a value made here: a status, or upstream_addr's "[ipv6]:port".
+  using Buf = char[64];
+  // The value now (empty when nil); may point into `scratch` or `buf`.
+  std::string_view get(const plugin::Context& ctx, router::VarScratch* scratch, Buf& buf) const;
 
  private:
   enum class Kind : uint8_t {
@@ -43,6 +44,7 @@ class LabelVar {
     kServiceId,
     kServiceName,
     kConsumerName,
+    kUpstreamAddr,  // the last try's node, as nginx's $upstream_addr names it
   };
   Kind kind_ = Kind::kRequest;
   router::Var var_;

@@ -147,13 +147,13 @@ std::string_view unstash(const std::string& in, size_t* at) {
 }
 
 // The extra label values of one request, by family. Values point into ctx (stash, match) or
-// into `digits`/`scratch`, valid through record().
+// into `bufs`/`scratch`, valid through record().
 // Thread: worker (stack-local)
 struct ExtraValues {
   std::array<std::array<std::string_view, kMaxExtraLabels>, 3> values;
   std::array<size_t, 3> counts{};
   router::VarScratch scratch;
-  char digits[8];
+  std::array<std::array<LabelVar::Buf, kMaxExtraLabels>, 3> bufs;
 
   void read(const Attr& attr, const plugin::Context& ctx) {
     size_t at = 0;
@@ -162,7 +162,7 @@ struct ExtraValues {
       for (size_t i = 0; i < counts[f]; ++i) {
         const LabelVar& v = attr.vars[f][i];
         values[f][i] =
-            v.reads_request_head() ? unstash(ctx.stash, &at) : v.get(ctx, &scratch, digits);
+            v.reads_request_head() ? unstash(ctx.stash, &at) : v.get(ctx, &scratch, bufs[f][i]);
       }
     }
   }
@@ -182,11 +182,11 @@ void Prometheus::head(plugin::Context& ctx) const {
   }
   ctx.stash.clear();
   router::VarScratch scratch;
-  char digits[8];
+  LabelVar::Buf buf;
   for (const auto& family : w->attr->vars) {
     for (const LabelVar& v : family) {
       if (v.reads_request_head()) {
-        stash(ctx.stash, v.get(ctx, &scratch, digits));
+        stash(ctx.stash, v.get(ctx, &scratch, buf));
       }
     }
   }

@@ -49,6 +49,21 @@ TEST(PrometheusAttr, VariablesSluiceCannotReadAreRefusedByName) {
   EXPECT_EQ(e.message(), "[0]: expected one {label_name: \"$variable\"}");
 }
 
+TEST(PrometheusAttr, UpstreamAddrNamesTheLastTriedNodeAsNginxDoes) {
+  auto v = LabelVar::parse("$upstream_addr");
+  ASSERT_TRUE(v.is_ok());
+  plugin::Context ctx;
+  router::VarScratch scratch;
+  LabelVar::Buf buf;
+  EXPECT_EQ(v->get(ctx, &scratch, buf), "");  // nothing tried: nil
+  ctx.upstream_ip = "10.0.0.7";
+  ctx.upstream_port = 8080;
+  EXPECT_EQ(v->get(ctx, &scratch, buf), "10.0.0.7:8080");
+  ctx.upstream_ip = "2001:db8::1";
+  ctx.upstream_port = 443;
+  EXPECT_EQ(v->get(ctx, &scratch, buf), "[2001:db8::1]:443");
+}
+
 TEST(PrometheusAttr, ReadAttrMakesTheLayout) {
   Attr a = read_attr(Json::parse(R"({"default_buckets": [3, 30],
       "metrics": {"http_status": {"extra_labels": [{"tenant": "$http_x_tenant"}]},
