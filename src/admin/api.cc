@@ -104,6 +104,52 @@ bool has_uri(const Json& value, std::string_view filter) {
   return false;
 }
 
+// APISIX 3.13's `filter` argument: itself a query string ("service_id=1&upstream_id=2"),
+// taken on routes and stream routes for service_id and upstream_id. Anything else is refused
+// rather than ignored, so a script never reads "every route" as "the routes of service 1".
+std::optional<std::string> reference_filter(const Kind& k, std::string_view filter,
+                                            std::vector<std::pair<std::string, std::string>>* out) {
+  if (k.name != "routes" && k.name != "stream_routes") {
+    return fmt::format("invalid argument filter: {} cannot be filtered by reference", k.name);
+  }
+  while (!filter.empty()) {
+    size_t amp = filter.find('&');
+    std::string_view pair = filter.substr(0, amp);
+    filter = amp == std::string_view::npos ? std::string_view() : filter.substr(amp + 1);
+    if (pair.empty()) {
+      continue;
+    }
+    size_t eq = pair.find('=');
+    std::string key = percent_decode(pair.substr(0, eq));
+    if (key != "service_id" && key != "upstream_id") {
+      return fmt::format(
+          "invalid argument filter: filter field '{}' is not supported by "
+          "resource: {} (service_id and upstream_id are)",
+          key, k.name);
+    }
+    std::string value = eq == std::string_view::npos ? "" : percent_decode(pair.substr(eq + 1));
+    out->emplace_back(std::move(key), std::move(value));
+  }
+  return std::nullopt;
+}
+
+// Every (field, id) of a reference filter names the item's field; an integer id matches its
+// text, as ids are stored as strings.
+bool has_references(const Json& value,
+                    const std::vector<std::pair<std::string, std::string>>& refs) {
+  for (const auto& [field, id] : refs) {
+    auto it = value.find(field);
+    if (it == value.end()) {
+      return false;
+    }
+    std::string text = it->is_string() ? it->get<std::string>() : it->dump();
+    if (text != id) {
+      return false;
+    }
+  }
+  return true;
+}
+
 Json entry_json(const store::Entry& e) {
   Json value = Json::parse(e.value, nullptr, false);
   return Json{{"key", e.key},
@@ -216,6 +262,9 @@ AdminResponse Api::handle(const server::AdminRequest& req) {
     c.id = std::string(rest);
     return plugins(c);
   }
+  if (kind == "schema") {
+    return validate(rest, req);
+  }
   c.kind = find_kind(kind);
   if (c.kind == nullptr) {
     return error_reply(404, fmt::format("Unsupported resource type: {}", kind));
@@ -302,6 +351,12 @@ AdminResponse Api::get_list(const Call& c) {
   auto name = query_value(q, "name");
   auto uri = query_value(q, "uri");
   auto label = query_value(q, "label");
+  std::vector<std::pair<std::string, std::string>> refs;
+  if (auto filter = query_value(q, "filter")) {
+    if (auto bad = reference_filter(*c.kind, *filter, &refs)) {
+      return error_reply(400, *bad);
+    }
+  }
   Json list = Json::array();
   for (const auto& e : *entries) {
     Json item = entry_json(e);
@@ -313,7 +368,8 @@ AdminResponse Api::get_list(const Call& c) {
                   v["name"].get<std::string>().find(*name) != std::string::npos)) {
       continue;
     }
-    if ((uri && !has_uri(v, *uri)) || (label && !has_label(v, *label))) {
+    if ((uri && !has_uri(v, *uri)) || (label && !has_label(v, *label)) ||
+        !has_references(v, refs)) {
       continue;
     }
     list.push_back(std::move(item));

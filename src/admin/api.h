@@ -46,6 +46,9 @@ class Api {
   struct Call;  // one parsed request
   server::AdminResponse dispatch(Call& c);
   server::AdminResponse plugins(const Call& c);
+  // POST /apisix/admin/schema/validate/{kind} (APISIX 3.5+): the checks a PUT makes on the
+  // body, nothing stored.
+  server::AdminResponse validate(std::string_view rest, const server::AdminRequest& req);
   server::AdminResponse get_one(const Call& c);
   server::AdminResponse get_list(const Call& c);
   server::AdminResponse put(Call& c);

@@ -379,6 +379,50 @@ def test_filters(admin_gw):
     assert r.json["total"] == 13 and len(r.json["list"]) == 3, r
 
 
+def test_reference_filter(admin_gw):
+    """APISIX 3.13's filter=service_id%3D1 (itself a query string) on routes; what it cannot
+    filter is refused, never read as "no filter"."""
+    up = {"nodes": {"127.0.0.1:1": 1}}
+    assert admin_gw.admin("PUT", "/services/s1", {"upstream": up}).status == 201
+    assert admin_gw.admin("PUT", "/upstreams/u1", up).status == 201
+    admin_gw.admin("PUT", "/routes/a", {"uri": "/a", "service_id": "s1"})
+    admin_gw.admin("PUT", "/routes/b", {"uri": "/b", "service_id": "s1", "upstream_id": "u1"})
+    admin_gw.admin("PUT", "/routes/c", {"uri": "/c", "upstream_id": "u1"})
+
+    def ids(query):
+        r = admin_gw.admin("GET", "/routes?" + query)
+        assert r.status == 200, r
+        return sorted(i["value"]["id"] for i in r.json["list"])
+
+    assert ids("filter=service_id%3Ds1") == ["a", "b"]
+    assert ids("filter=upstream_id%3Du1") == ["b", "c"]
+    assert ids("filter=service_id%3Ds1%26upstream_id%3Du1") == ["b"]
+    assert ids("filter=service_id%3Dnone") == []
+    expect_error(admin_gw.admin("GET", "/routes?filter=name%3Dx"), 400,
+                 "invalid argument filter: filter field 'name' is not supported")
+    expect_error(admin_gw.admin("GET", "/services?filter=upstream_id%3Du1"), 400,
+                 "invalid argument filter: services cannot be filtered")
+
+
+def test_schema_validate_checks_and_stores_nothing(admin_gw):
+    ok = {"uri": "/v/*", "upstream": {"type": "roundrobin", "nodes": {"127.0.0.1:1": 1}}}
+    r = admin_gw.admin("POST", "/schema/validate/routes", ok)
+    assert r.status == 200 and r.body == b"", r
+    assert admin_gw.admin("GET", "/routes").json["total"] == 0
+    expect_error(admin_gw.admin("POST", "/schema/validate/routes", {"uri": 1980}), 400,
+                 'property "uri" validation failed: wrong type: expected string, got number')
+    r = admin_gw.admin("POST", "/schema/validate/upstreams", {"nodes": {"127.0.0.1:1": 1},
+                                                             "type": "roundrobin"})
+    assert r.status == 200, r
+    expect_error(admin_gw.admin("POST", "/schema/validate/upstreams", {"type": "chash",
+                 "nodes": {"127.0.0.1:1": 1}}), 400, "missing key")
+    expect_error(admin_gw.admin("POST", "/schema/validate/nothing", ok), 404,
+                 "Unsupported resource type: nothing")
+    expect_error(admin_gw.admin("GET", "/schema/validate/routes"), 405)
+    assert admin_gw.admin("POST", "/schema/validate/routes", ok,
+                          key=admin_gw.viewer_key).status in (401, 403)
+
+
 # --------------------------------------------------------------------------- misc endpoints
 
 

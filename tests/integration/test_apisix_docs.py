@@ -903,8 +903,6 @@ def test_admin_api_v3_list_queries(shared):
     assert [i["key"] for i in r.json["list"]] == ["/apisix/routes/a"], r
 
 
-@pytest.mark.xfail(strict=True, reason="issue #21 item 9: the list query's `filter` argument "
-                   "(APISIX 3.13: filter=service_id%3D1) is ignored: every route is listed")
 def test_admin_api_v3_reference_filter(shared):
     doc = shared
     assert doc.admin("PUT", "/services/1", {
@@ -1005,9 +1003,6 @@ def test_admin_api_v3_secrets(shared):
         assert doc.admin("DELETE", "/secrets/" + sid).status == 200
 
 
-@pytest.mark.xfail(strict=True, reason="issue #21 item 9: POST /apisix/admin/schema/validate/"
-                   "{resource} (APISIX 3.5+) is not served: Sluice answers 404 Unsupported "
-                   "resource type: schema")
 def test_admin_api_v3_schema_validate(shared):
     doc = shared
     # "Schema validation": APISIX answers 400 with the schema error, stores nothing.
