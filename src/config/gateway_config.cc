@@ -58,6 +58,10 @@ class Reader {
     auto it = providers_.find(cfg.role);
     if (it != providers_.end()) {
       cfg.config_provider = it->second;
+    } else if (etcd_given_) {
+      // APISIX's default provider is etcd (role_traditional.config_provider: etcd in its
+      // config-default): a file that sets deployment.etcd and names no provider means etcd.
+      cfg.config_provider = ConfigProvider::kEtcd;
     } else {
       cfg.config_provider =
           cfg.role == "traditional" ? ConfigProvider::kEmbedded : ConfigProvider::kYaml;
@@ -218,6 +222,7 @@ class Reader {
   }
 
   Status etcd(const Json& v, const std::string& path) {
+    etcd_given_ = true;
     EtcdConfig& e = cfg.etcd;
     Status s = walk(
         v, path,
@@ -454,6 +459,7 @@ class Reader {
   }
 
   std::map<std::string, ConfigProvider> providers_;  // role name -> its config_provider
+  bool etcd_given_ = false;                          // deployment.etcd is set
 };
 
 // `path` as seen from the directory `base`: absolute and empty paths are kept.

@@ -83,8 +83,9 @@ struct GatewayConfig {
   int worker_processes = 0;  // nginx_config.worker_processes; 0 = auto (one per CPU)
   common::LogLevel error_log_level = common::LogLevel::kWarn;  // nginx_config.error_log_level
   std::string role = "traditional";                            // deployment.role
-  // deployment.role_data_plane.config_provider / role_traditional.config_provider; a
-  // traditional node defaults to the embedded store, a data plane to the yaml file.
+  // deployment.role_data_plane.config_provider / role_traditional.config_provider. When the
+  // role names none: etcd if deployment.etcd is set (APISIX's default provider), else the
+  // embedded store for a traditional node and the yaml file for a data plane.
   ConfigProvider config_provider = ConfigProvider::kEmbedded;
   AdminConfig admin;
   EtcdConfig etcd;  // deployment.etcd

@@ -229,7 +229,7 @@ struct ConfigSet {
   std::vector<RouteConf> routes;
   std::vector<ServiceConf> services;
   std::vector<UpstreamConf> upstreams;
-  // The kinds below are decoded and checked but not served yet.
+  // Which kinds are served: config_kinds() in snapshot_builder.h.
   std::vector<ConsumerConf> consumers;
   std::vector<GlobalRuleConf> global_rules;
   std::vector<PluginConfigConf> plugin_configs;

@@ -34,24 +34,41 @@ class Builder {
           health::Registry& health, BuildResult& out)
       : set_(set), dns_(dns), shared_(shared), health_(health), out_(out) {}
 
-  common::Status build(uint64_t version) {
-    auto snap = std::make_shared<snapshot::Snapshot>();
-    snap_ = snap.get();
-    snap->version = version;
+  // Runs the link step of every served kind, in the order of kKindSteps (below).
+  common::Status build(uint64_t version);
+
+  // The link steps, one per served kind.
+  common::Status link_upstreams() {
     for (const auto& u : set_.upstreams) {
       by_upstream_id_[u.id] = add_upstream(u, u.id);
     }
+    return common::Status::ok();
+  }
+
+  common::Status link_services() {
     for (const auto& s : set_.services) {
       services_[s.id] = &s;
     }
+    return common::Status::ok();
+  }
+
+  common::Status link_plugin_configs() {
     for (const auto& pc : set_.plugin_configs) {
       plugin_configs_[pc.id] = &pc;
     }
+    return common::Status::ok();
+  }
+
+  common::Status link_global_rules() {
     auto global = build_global_chain(set_.global_rules, shared_, &out_.warnings);
     if (!global.is_ok()) {
       return global.status();
     }
-    snap->global = std::move(global).value();
+    snap_->global = std::move(global).value();
+    return common::Status::ok();
+  }
+
+  common::Status link_routes() {
     // Older routes win ties: order by create_time, then by position in the set.
     std::vector<const RouteConf*> routes;
     for (const auto& r : set_.routes) {
@@ -70,15 +87,14 @@ class Builder {
       if (!st) {
         return common::Status::error(fmt::format("route {}: {}", r->id, st.message()));
       }
-      spec.index = static_cast<uint32_t>(snap->routes.size() - 1);
+      spec.index = static_cast<uint32_t>(snap_->routes.size() - 1);
       specs.push_back(std::move(spec));
     }
     auto table = router::RouteTable::build(std::move(specs));
     if (!table) {
       return table.status();
     }
-    snap->table = std::move(table).value();
-    out_.snapshot = std::move(snap);
+    snap_->table = std::move(table).value();
     return common::Status::ok();
   }
 
@@ -294,9 +310,67 @@ class Builder {
   std::unordered_map<std::string, const upstream::Upstream*> by_upstream_id_;
   std::unordered_map<std::string, const ServiceConf*> services_;
   std::unordered_map<std::string, const PluginConfigConf*> plugin_configs_;
+
+  std::shared_ptr<snapshot::Snapshot> snap_owner_;
 };
 
+// What the builder does with each kind of a ConfigSet, in the order it does it: a kind is
+// served exactly when it has a link step here, so config_kinds() (and the warnings naming
+// kinds that are kept but not served) cannot disagree with what build() reads.
+struct KindStep {
+  std::string_view name;
+  size_t (*count)(const ConfigSet&);
+  common::Status (Builder::*link)();  // null: decoded and checked, but not served yet
+};
+
+template <auto Member>
+size_t count_of(const ConfigSet& s) {
+  return (s.*Member).size();
+}
+
+const KindStep kKindSteps[] = {
+    {"upstreams", count_of<&ConfigSet::upstreams>, &Builder::link_upstreams},
+    {"services", count_of<&ConfigSet::services>, &Builder::link_services},
+    {"plugin_configs", count_of<&ConfigSet::plugin_configs>, &Builder::link_plugin_configs},
+    {"global_rules", count_of<&ConfigSet::global_rules>, &Builder::link_global_rules},
+    {"routes", count_of<&ConfigSet::routes>, &Builder::link_routes},
+    {"consumers", count_of<&ConfigSet::consumers>, nullptr},
+    {"consumer_groups", count_of<&ConfigSet::consumer_groups>, nullptr},
+    {"ssls", count_of<&ConfigSet::ssls>, nullptr},
+    {"stream_routes", count_of<&ConfigSet::stream_routes>, nullptr},
+    {"protos", count_of<&ConfigSet::protos>, nullptr},
+    {"plugin_metadata", count_of<&ConfigSet::plugin_metadata>, nullptr},
+    {"secrets", count_of<&ConfigSet::secrets>, nullptr},
+};
+
+common::Status Builder::build(uint64_t version) {
+  snap_owner_ = std::make_shared<snapshot::Snapshot>();
+  snap_ = snap_owner_.get();
+  snap_->version = version;
+  for (const KindStep& step : kKindSteps) {
+    if (step.link == nullptr) {
+      continue;
+    }
+    if (common::Status st = (this->*step.link)(); !st) {
+      return st;
+    }
+  }
+  out_.snapshot = std::move(snap_owner_);
+  return common::Status::ok();
+}
+
 }  // namespace
+
+const std::vector<ConfigKind>& config_kinds() {
+  static const std::vector<ConfigKind> kinds = [] {
+    std::vector<ConfigKind> v;
+    for (const KindStep& step : kKindSteps) {
+      v.push_back({step.name, step.link != nullptr, step.count});
+    }
+    return v;
+  }();
+  return kinds;
+}
 
 common::Status check_route_compiles(const RouteConf& r) {
   for (const auto& a : r.remote_addrs) {

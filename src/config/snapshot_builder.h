@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "common/status.h"
@@ -21,6 +22,20 @@ struct BuildResult {
   snapshot::SnapshotPtr snapshot;
   std::vector<std::string> warnings;  // dangling references, unresolvable hosts
 };
+
+// One kind of resource a ConfigSet holds, by its APISIX name (apisix.yaml's top-level key).
+// `served` is true when build_snapshot turns it into something the workers serve; the list is
+// made from the builder's own steps, so a reader naming "kept but not served" kinds (the
+// standalone file) cannot drift from what is served.
+// Thread: any (immutable)
+struct ConfigKind {
+  std::string_view name;
+  bool served;
+  size_t (*count)(const ConfigSet&);  // how many items of this kind a set holds
+};
+
+// Every kind of a ConfigSet, served ones first, in the order the builder links them.
+const std::vector<ConfigKind>& config_kinds();
 
 // Compiles what only the builder compiles (remote_addrs CIDRs, vars expressions), so the
 // Admin API can refuse a route that would make every later build fail.

@@ -9,6 +9,7 @@
 
 #include "config/env_subst.h"
 #include "config/field_decoder.h"
+#include "config/snapshot_builder.h"
 #include "config/yaml_json.h"
 
 namespace sluice::config {
@@ -20,11 +21,10 @@ namespace {
 
 constexpr const char* kStandaloneSource = "apisix.yaml";
 
-// Every top-level key of apisix.yaml; the kinds after upstreams are stored but not served.
-constexpr std::string_view kKinds[] = {
-    "routes",        "services",     "upstreams",       "consumers",
-    "ssls",          "global_rules", "plugin_configs",  "plugin_metadata",
-    "stream_routes", "protos",       "consumer_groups", "secrets"};
+// How an item without its id key is named. APISIX (core/config_yaml.lua) names it
+// `<kind>#<n>`, n counting from 1; where the id carries meaning (a consumer's username, the
+// plugin a plugin_metadata item is for, a secret's manager) the id stays required.
+enum class IdRule { kPositional, kRequired };
 
 // APISIX looks for `#END\s*$`: anything after the marker but whitespace means a partial file.
 bool has_end_marker(std::string_view text) {
@@ -50,7 +50,7 @@ std::string item_name(std::string_view kind, size_t index, const Json& item,
 // Decodes every item of one kind with `decode`, requiring unique ids (held in `id_key`).
 template <typename T, typename F>
 Status decode_kind(const Json& doc, std::string_view kind, std::vector<T>* out, F&& decode,
-                   const std::string& id_key = "id") {
+                   IdRule rule = IdRule::kPositional, const std::string& id_key = "id") {
   auto it = doc.find(std::string(kind));
   if (it == doc.end() || it->is_null()) {
     return Status::ok();
@@ -63,13 +63,19 @@ Status decode_kind(const Json& doc, std::string_view kind, std::vector<T>* out, 
   for (size_t i = 0; i < it->size(); ++i) {
     const Json& item = (*it)[i];
     std::string name = item_name(kind, i, item, id_key);
-    if (item.is_object() && !item.contains(id_key)) {
+    bool positional = item.is_object() && !item.contains(id_key);
+    if (positional && rule == IdRule::kRequired) {
       return Status::error(fmt::format("{}: {}: missing {}", kStandaloneSource, name, id_key));
     }
     auto r = decode(item);
     if (!r.is_ok()) {
       return Status::error(
           fmt::format("{}: {}: {}", kStandaloneSource, name, r.status().message()));
+    }
+    if (positional) {
+      // The `#` keeps it apart from any id a file can give (ids are [a-zA-Z0-9-_.]), so no
+      // upstream_id or service_id can name it: as in APISIX, where the id schema refuses it.
+      r->id = fmt::format("{}#{}", kind, i + 1);
     }
     auto [prev, fresh] = seen.emplace(r->id, i);
     if (!fresh) {
@@ -103,7 +109,7 @@ Status first_error(std::initializer_list<std::function<Status()>> steps) {
   return Status::ok();
 }
 
-Status decode_served(const Json& doc, ConfigSet* set) {
+Status decode_linked_kinds(const Json& doc, ConfigSet* set) {
   return first_error({
       [&] { return decode_kind(doc, "upstreams", &set->upstreams, decode_upstream); },
       [&] { return decode_kind(doc, "services", &set->services, decode_service); },
@@ -111,44 +117,40 @@ Status decode_served(const Json& doc, ConfigSet* set) {
   });
 }
 
-Status decode_stored(const Json& doc, ConfigSet* set) {
+Status decode_other_kinds(const Json& doc, ConfigSet* set) {
   return first_error({
-      [&] { return decode_kind(doc, "consumers", &set->consumers, decode_consumer, "username"); },
+      [&] {
+        return decode_kind(doc, "consumers", &set->consumers, decode_consumer, IdRule::kRequired,
+                           "username");
+      },
       [&] { return decode_kind(doc, "ssls", &set->ssls, decode_ssl); },
       [&] { return decode_kind(doc, "global_rules", &set->global_rules, decode_global_rule); },
       [&] {
         return decode_kind(doc, "plugin_configs", &set->plugin_configs, decode_plugin_config);
       },
       [&] {
-        return decode_kind(doc, "plugin_metadata", &set->plugin_metadata, decode_metadata_item);
+        return decode_kind(doc, "plugin_metadata", &set->plugin_metadata, decode_metadata_item,
+                           IdRule::kRequired);
       },
       [&] { return decode_kind(doc, "stream_routes", &set->stream_routes, decode_stream_route); },
       [&] { return decode_kind(doc, "protos", &set->protos, decode_proto); },
       [&] {
         return decode_kind(doc, "consumer_groups", &set->consumer_groups, decode_consumer_group);
       },
-      [&] { return decode_kind(doc, "secrets", &set->secrets, decode_secret_item); },
+      [&] {
+        return decode_kind(doc, "secrets", &set->secrets, decode_secret_item, IdRule::kRequired);
+      },
   });
 }
 
 // Kinds that are decoded and kept but that nothing serves yet are named, so that an operator
-// does not take them for working.
+// does not take them for working. What is served is the snapshot builder's word.
 void warn_not_served(ConfigSet* set) {
-  const std::pair<std::string_view, size_t> counts[] = {
-      {"consumers", set->consumers.size()},
-      {"ssls", set->ssls.size()},
-      {"global_rules", set->global_rules.size()},
-      {"plugin_configs", set->plugin_configs.size()},
-      {"plugin_metadata", set->plugin_metadata.size()},
-      {"stream_routes", set->stream_routes.size()},
-      {"protos", set->protos.size()},
-      {"consumer_groups", set->consumer_groups.size()},
-      {"secrets", set->secrets.size()},
-  };
-  for (const auto& [kind, n] : counts) {
-    if (n != 0) {
-      set->warnings.push_back(fmt::format("{}: {} ({} items) are stored but not served yet",
-                                          kStandaloneSource, kind, n));
+  for (const ConfigKind& kind : config_kinds()) {
+    size_t n = kind.count(*set);
+    if (!kind.served && n != 0) {
+      set->warnings.push_back(
+          fmt::format("{} ({} items) are stored but not served yet", kind.name, n));
     }
   }
 }
@@ -156,8 +158,8 @@ void warn_not_served(ConfigSet* set) {
 Status check_top_level_keys(const Json& doc) {
   for (const auto& [key, value] : doc.items()) {
     bool known = false;
-    for (auto kind : kKinds) {
-      known = known || kind == key;
+    for (const ConfigKind& kind : config_kinds()) {
+      known = known || kind.name == key;
     }
     if (!known) {
       return Status::error(fmt::format("{}: unknown top-level key \"{}\"", kStandaloneSource, key));
@@ -177,8 +179,8 @@ StatusOr<ConfigSet> decode_document(const Json& doc) {
   }
   Status s = first_error({
       [&] { return check_top_level_keys(doc); },
-      [&] { return decode_served(doc, &set); },
-      [&] { return decode_stored(doc, &set); },
+      [&] { return decode_linked_kinds(doc, &set); },
+      [&] { return decode_other_kinds(doc, &set); },
   });
   if (!s.is_ok()) {
     return s;

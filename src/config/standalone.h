@@ -10,10 +10,12 @@ namespace sluice::config {
 
 // Parses apisix.yaml: the text must end with a `#END` line (a file caught half-written is
 // refused), `${{VAR}}` references are substituted, and every APISIX kind is decoded. Kinds
-// that are stored but not served yet (all but routes, services and upstreams) are named in
-// ConfigSet::warnings when non-empty. Every item needs a unique `id` within its kind (a
-// consumer: `username`; a secret: `<manager>/<id>`; plugin_metadata: the plugin name). Errors
-// name the item: `apisix.yaml: routes[2] (id "5"): invalid configuration: ...`.
+// kept but not served (config_kinds() in snapshot_builder.h says which) are named in
+// ConfigSet::warnings when non-empty, without a file prefix (the caller adds its path). Ids are
+// unique within a kind; an item without one is named `<kind>#<n>` (n from 1), as APISIX does,
+// except where the id means something: a consumer needs its `username`, a plugin_metadata item
+// its plugin name in `id`, a secret `<manager>/<id>`. Errors name the item:
+// `apisix.yaml: routes[2] (id "5"): invalid configuration: ...`.
 common::StatusOr<ConfigSet> parse_standalone(const std::string& text);
 
 }  // namespace sluice::config

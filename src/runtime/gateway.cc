@@ -271,12 +271,7 @@ common::Status Gateway::start_workers() {
     }
     workers_.push_back(std::move(w));
   }
-  for (const auto& l : conf_.node_listen) {
-    SLUICE_LOG(kNotice, "listening on {}:{} with {} worker(s)", l.ip, l.port, n);
-  }
-  if (admin_service_) {
-    SLUICE_LOG(kNotice, "Admin API on {}:{}", conf_.admin.listen.ip, conf_.admin.listen.port);
-  }
+  SLUICE_LOG(kNotice, "{} worker(s) started", n);
   return common::Status::ok();
 }
 
@@ -433,6 +428,7 @@ int Gateway::run() {
   for (auto& w : workers_) {
     threads_.emplace_back([wp = w.get()] { wp->run(); });
   }
+  announce_ready();
   ctl_.update_time();
   ctl_.arm(tick_, kTickMs);
   ctl_.run();

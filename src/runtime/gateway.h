@@ -69,6 +69,9 @@ class Gateway {
   // checking that no other process holds the port.
   common::Status prepare_listeners();
   common::Status add_listeners(server::Worker& w, server::ConnLimits& limits, int index, int n);
+  // Logs each listener and the configuration source once the workers accept (once per start).
+  void announce_ready() const;
+  std::string provider_description() const;
   // SIGUSR2: starts this binary again with the listening sockets and the store lock inherited.
   void hand_over();
   // While a successor runs, this process takes no Admin API writes: the successor read the

@@ -1,6 +1,8 @@
 // The Gateway's listening sockets: refused when another process holds a port, inherited from
-// the previous Sluice at a binary upgrade, and handed on to the next one (SIGUSR2).
+// the previous Sluice at a binary upgrade, handed on to the next one (SIGUSR2), and announced
+// in the log once they serve.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -36,7 +38,52 @@ std::vector<ListenerSpec> listener_specs(const config::GatewayConfig& conf, bool
   return specs;
 }
 
+// The few lines that say the gateway is up, once per start. They carry the notice label but
+// are written at the default level (warn) too: without them nothing says the gateway serves.
+// A stricter level (error, crit...) hides them.
+void log_startup(const std::string& line) {
+  if (common::log_enabled(common::LogLevel::kWarn)) {
+    common::log_write(common::LogLevel::kNotice, line);
+  }
+}
+
+// `0.0.0.0:9080`, `[::1]:9080`.
+std::string host_port(const config::ListenAddr& a) {
+  bool v6 = a.ip.find(':') != std::string::npos;
+  return v6 ? fmt::format("[{}]:{}", a.ip, a.port) : fmt::format("{}:{}", a.ip, a.port);
+}
+
 }  // namespace
+
+std::string Gateway::provider_description() const {
+  switch (conf_.config_provider) {
+    case config::ConfigProvider::kYaml:
+      return fmt::format("yaml ({})", conf_.standalone_path);
+    case config::ConfigProvider::kEtcd:
+      return fmt::format("etcd ({}, prefix {})", fmt::join(conf_.etcd.hosts, ", "),
+                         conf_.etcd.prefix);
+    case config::ConfigProvider::kEmbedded:
+      break;
+  }
+  return fmt::format("embedded (sqlite {}/{})", conf_.data_dir, store::DataDir::kDbFile);
+}
+
+// Called once the workers run: their sockets were listening since add_listeners() and the
+// first configuration is published, so a client connecting now is served.
+void Gateway::announce_ready() const {
+  for (const auto& l : conf_.node_listen) {
+    log_startup(fmt::format("listening on {} (http)", host_port(l)));
+  }
+  if (admin_service_) {
+    log_startup(fmt::format("listening on {} (admin)", host_port(conf_.admin.listen)));
+  }
+  if (metrics_export_) {
+    log_startup(fmt::format("listening on {} (prometheus)", host_port(conf_.prometheus.addr)));
+  }
+  size_t n = current_ ? current_->routes.size() : 0;
+  log_startup(fmt::format("config provider: {}, {} route{} loaded", provider_description(), n,
+                          n == 1 ? "" : "s"));
+}
 
 // Every address is checked before any is bound: a refused start never joins a port at all.
 common::Status Gateway::prepare_listeners() {

@@ -159,7 +159,6 @@ common::Status Gateway::start_metrics_export() {
     SLUICE_LOG(kError, "{}; metrics are not exported", st.message());
     return common::Status::ok();
   }
-  SLUICE_LOG(kNotice, "prometheus metrics on http://{}:{}{}", pe.addr.ip, pe.addr.port, pe.uri);
   return common::Status::ok();
 }
 

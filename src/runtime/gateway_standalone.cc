@@ -40,23 +40,26 @@ bool Gateway::reload_routes(bool at_start) {
   if (!at_start && text == last_text_) {
     return true;
   }
+  // At the first load there is no previous configuration to fall back on: say so.
+  const char* fallback =
+      current_ ? "still serving the previous configuration" : "nothing is served";
   auto set = config::parse_standalone(text);
   if (!set) {
-    SLUICE_LOG(kError, "{}: rejected, still serving the previous configuration: {}",
-               conf_.standalone_path, set.status().message());
+    SLUICE_LOG(kError, "{}: rejected, {}: {}", conf_.standalone_path, fallback,
+               set.status().message());
     return false;
   }
   auto built = config::build_snapshot(*set, dns_, version_ + 1, &plugin_shared_, &health_);
   if (!built) {
-    SLUICE_LOG(kError, "apisix.yaml: rejected, still serving the previous configuration: {}",
+    SLUICE_LOG(kError, "{}: rejected, {}: {}", conf_.standalone_path, fallback,
                built.status().message());
     return false;
   }
   for (const auto& w : set->warnings) {
-    SLUICE_LOG(kWarn, "apisix.yaml: {}", w);
+    SLUICE_LOG(kWarn, "{}: {}", conf_.standalone_path, w);
   }
   for (const auto& w : built->warnings) {
-    SLUICE_LOG(kWarn, "apisix.yaml: {}", w);
+    SLUICE_LOG(kWarn, "{}: {}", conf_.standalone_path, w);
   }
   ++version_;
   publish(built->snapshot);

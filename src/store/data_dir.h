@@ -16,6 +16,7 @@ namespace sluice::store {
 class DataDir {
  public:
   static constexpr const char* kLockFile = "sluice.db.lock";  // inside the directory
+  static constexpr const char* kDbFile = "sluice.db";         // the embedded store's database
 
   // Creates `dir` (one level, mode 0700) when missing and takes the lock.
   static common::StatusOr<DataDir> open(const std::string& dir);

@@ -17,7 +17,7 @@ StatusOr<std::unique_ptr<ConfigStore>> open_embedded_with_clock(const std::strin
   if (!data_dir) {
     return data_dir.status();
   }
-  auto db = open_sluice_db(data_dir->file("sluice.db"));
+  auto db = open_sluice_db(data_dir->file(DataDir::kDbFile));
   if (!db) {
     return db.status();
   }

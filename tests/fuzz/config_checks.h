@@ -41,8 +41,21 @@ inline void check_error_text(const std::string& msg, std::string_view input, boo
   FUZZ_CHECK(dumps);
 }
 
+// An id as given (valid_id), or the one apisix.yaml gives an item without one: `<kind>#<n>`,
+// n counting from 1, as APISIX does.
+inline bool id_ok(const std::string& id, std::string_view kind) {
+  if (id.empty() || config::valid_id(id)) {
+    return true;
+  }
+  std::string prefix = std::string(kind) + "#";
+  if (!id.starts_with(prefix) || id.size() == prefix.size() || id[prefix.size()] == '0') {
+    return false;
+  }
+  return id.find_first_not_of("0123456789", prefix.size()) == std::string::npos;
+}
+
 inline void check_upstream(const config::UpstreamConf& u) {
-  FUZZ_CHECK(u.id.empty() || config::valid_id(u.id));
+  FUZZ_CHECK(id_ok(u.id, "upstreams"));
   for (const config::UpstreamNodeConf& n : u.nodes) {
     FUZZ_CHECK(!n.host.empty() && n.port != 0 && n.weight >= 0);
   }
@@ -75,7 +88,7 @@ inline void check_routable(const std::vector<std::string>& uris,
 }
 
 inline void check_route(const config::RouteConf& r) {
-  FUZZ_CHECK(r.id.empty() || config::valid_id(r.id));
+  FUZZ_CHECK(id_ok(r.id, "routes"));
   FUZZ_CHECK(!r.uris.empty());
   for (const std::string& uri : r.uris) {
     FUZZ_CHECK(!uri.empty() && uri[0] == '/');
@@ -95,7 +108,7 @@ inline void check_route(const config::RouteConf& r) {
 }
 
 inline void check_service(const config::ServiceConf& s) {
-  FUZZ_CHECK(s.id.empty() || config::valid_id(s.id));
+  FUZZ_CHECK(id_ok(s.id, "services"));
   if (s.upstream) {
     check_upstream(*s.upstream);
   }

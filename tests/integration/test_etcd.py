@@ -1097,7 +1097,8 @@ def test_data_plane_node_on_etcd(etcd, make_gateway, upstream):
                        "etcd": {"host": list(etcd.urls), "timeout": ETCD_TIMEOUT}}})
     ok(cp.admin("PUT", "/routes/dp", admin_route("/dp", upstream)), 201)
     wait_serving(dp, "/dp", up=upstream, timeout=PROPAGATION_LIMIT)
-    assert "Admin API on" not in dp.log_text()
+    assert "(admin)" not in dp.log_text()
+    assert "(admin)" in cp.log_text(), cp.log_text()  # the line the check above looks for
     # The proxy port's /apisix/admin path is no Admin API either.
     r = fetch(dp, "/apisix/admin/routes")
     assert r is not None and r.status == 404, r

@@ -135,6 +135,39 @@ deployment:
   EXPECT_EQ(parse_ok("nginx_config:\n  worker_processes: auto\n").worker_processes, 0);
 }
 
+// APISIX's default provider is etcd: a config.yaml that sets deployment.etcd and names no
+// provider (the usual APISIX 3.x file) means etcd, not the embedded store.
+TEST(GatewayConfig, EtcdSettingsWithoutAProviderMeanEtcd) {
+  GatewayConfig t = parse_ok(R"(
+deployment:
+  role: traditional
+  etcd:
+    host: ["http://10.0.0.1:2379"]
+    prefix: /apisix
+)");
+  EXPECT_EQ(t.config_provider, ConfigProvider::kEtcd);
+  EXPECT_TRUE(t.admin.enabled);
+  EXPECT_EQ(t.etcd.hosts, std::vector<std::string>{"http://10.0.0.1:2379"});
+  // No role given: traditional, as in APISIX.
+  EXPECT_EQ(
+      parse_ok("deployment:\n  etcd:\n    host: [\"http://10.0.0.1:2379\"]\n").config_provider,
+      ConfigProvider::kEtcd);
+  EXPECT_EQ(parse_ok("deployment:\n  role: data_plane\n  etcd:\n    prefix: /x\n").config_provider,
+            ConfigProvider::kEtcd);
+  // A provider named explicitly still wins.
+  EXPECT_EQ(parse_ok("deployment:\n  role_traditional:\n    config_provider: embedded\n"
+                     "  etcd:\n    prefix: /x\n")
+                .config_provider,
+            ConfigProvider::kEmbedded);
+  EXPECT_EQ(parse_ok("deployment:\n  role: data_plane\n  role_data_plane:\n"
+                     "    config_provider: yaml\n  etcd:\n    prefix: /x\n")
+                .config_provider,
+            ConfigProvider::kYaml);
+  // Without deployment.etcd a traditional node keeps the embedded store.
+  EXPECT_EQ(parse_ok("deployment:\n  role: traditional\n").config_provider,
+            ConfigProvider::kEmbedded);
+}
+
 struct SizeCase {
   const char* value;
   uint64_t bytes;

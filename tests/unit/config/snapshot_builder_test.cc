@@ -1,5 +1,6 @@
 #include "config/snapshot_builder.h"
 
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include "config/standalone.h"
@@ -36,6 +37,36 @@ const snapshot::Route* match(const snapshot::Snapshot& s, std::string_view path,
   router::parse_ip("127.0.0.1", &ctx.remote_ip);
   const router::RouteSpec* spec = s.table.match(ctx);
   return spec == nullptr ? nullptr : &s.routes[spec->index];
+}
+
+// The one list of what is served: the standalone file's "not served" warning reads it.
+TEST(SnapshotBuilderTest, ConfigKindsSayWhatIsServed) {
+  std::vector<std::string> served, kept;
+  for (const ConfigKind& k : config_kinds()) {
+    (k.served ? served : kept).emplace_back(k.name);
+  }
+  EXPECT_THAT(served, ::testing::ElementsAre("upstreams", "services", "plugin_configs",
+                                             "global_rules", "routes"));
+  EXPECT_THAT(kept, ::testing::ElementsAre("consumers", "consumer_groups", "ssls", "stream_routes",
+                                           "protos", "plugin_metadata", "secrets"));
+  ConfigSet set;
+  set.global_rules.emplace_back();
+  set.global_rules.emplace_back();
+  set.secrets.emplace_back();
+  for (const ConfigKind& k : config_kinds()) {
+    SCOPED_TRACE(k.name);
+    EXPECT_EQ(k.count(set), k.name == "global_rules" ? 2u : k.name == "secrets" ? 1u : 0u);
+  }
+}
+
+// A served kind is one the built snapshot reflects: a global rule gives a global chain.
+TEST(SnapshotBuilderTest, GlobalRulesAreServed) {
+  BuildResult b = build_ok(R"(
+global_rules:
+  - plugins:
+      proxy-rewrite: {uri: /x}
+)");
+  EXPECT_NE(b.snapshot->global, nullptr);
 }
 
 TEST(SnapshotBuilderTest, LinksInlineReferencedAndServiceUpstreams) {

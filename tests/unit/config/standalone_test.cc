@@ -74,11 +74,15 @@ upstreams:
   EXPECT_EQ(r->upstreams[0].nodes.at(0).port, 1980);
 }
 
-TEST(Standalone, StoredKindsAreNamedInAWarning) {
+// Only the kinds the snapshot builder does not serve are named, without a file prefix (the
+// gateway puts the file's path in front); global_rules and plugin_configs are served.
+TEST(Standalone, KindsNotServedAreNamedInAWarning) {
   auto r = parse_standalone(R"(
 consumers:
   - username: jack
-global_rules: []
+global_rules:
+  - id: g1
+    plugins: {}
 plugin_metadata: []
 ssls:
 stream_routes: []
@@ -87,13 +91,70 @@ protos:
     content: syntax = "proto3";
 consumer_groups: []
 secrets: []
-plugin_configs: []
+plugin_configs:
+  - id: pc1
+    plugins: {}
 #END
 )");
   ASSERT_TRUE(r.is_ok()) << r.status().message();
-  EXPECT_THAT(r->warnings, ::testing::ElementsAre(
-                               "apisix.yaml: consumers (1 items) are stored but not served yet",
-                               "apisix.yaml: protos (1 items) are stored but not served yet"));
+  EXPECT_THAT(r->warnings,
+              ::testing::ElementsAre("consumers (1 items) are stored but not served yet",
+                                     "protos (1 items) are stored but not served yet"));
+}
+
+// APISIX (core/config_yaml.lua) names an item without an id `<kind>#<n>`, n counting from 1.
+TEST(Standalone, ItemsWithoutIdAreNamedByPosition) {
+  auto r = parse_standalone(R"(
+routes:
+  - uri: /a
+    upstream:
+      nodes:
+        "127.0.0.1:1980": 1
+  - id: r2
+    uri: /b
+    upstream_id: u1
+  - uri: /c
+    service_id: s1
+upstreams:
+  - nodes:
+      "127.0.0.1:1981": 1
+  - id: u1
+    nodes:
+      "127.0.0.1:1982": 1
+services:
+  - id: s1
+    upstream_id: u1
+  - upstream_id: u1
+global_rules:
+  - plugins: {}
+plugin_configs:
+  - plugins: {}
+protos:
+  - content: x
+consumer_groups:
+  - plugins: {}
+stream_routes:
+  - server_port: 9100
+    upstream:
+      nodes:
+        "127.0.0.1:6379": 1
+#END
+)");
+  ASSERT_TRUE(r.is_ok()) << r.status().message();
+  ASSERT_EQ(r->routes.size(), 3u);
+  EXPECT_EQ(r->routes[0].id, "routes#1");
+  EXPECT_EQ(r->routes[1].id, "r2");
+  EXPECT_EQ(r->routes[2].id, "routes#3");
+  ASSERT_EQ(r->upstreams.size(), 2u);
+  EXPECT_EQ(r->upstreams[0].id, "upstreams#1");
+  EXPECT_EQ(r->upstreams[1].id, "u1");
+  ASSERT_EQ(r->services.size(), 2u);
+  EXPECT_EQ(r->services[1].id, "services#2");
+  EXPECT_EQ(r->global_rules.at(0).id, "global_rules#1");
+  EXPECT_EQ(r->plugin_configs.at(0).id, "plugin_configs#1");
+  EXPECT_EQ(r->protos.at(0).id, "protos#1");
+  EXPECT_EQ(r->consumer_groups.at(0).id, "consumer_groups#1");
+  EXPECT_EQ(r->stream_routes.at(0).id, "stream_routes#1");
 }
 
 TEST(Standalone, DecodesEveryStoredKind) {
@@ -153,7 +214,8 @@ secrets:
   EXPECT_EQ(std::get<VaultSecretConf>(r->secrets[0].conf).prefix, "kv/apisix");
   EXPECT_EQ(r->secrets[1].manager, "aws");
   EXPECT_EQ(std::get<AwsSecretConf>(r->secrets[1].conf).region, "us-east-1");
-  EXPECT_EQ(r->warnings.size(), 7u);
+  // global_rules and plugin_configs are served: only the other five kinds are named.
+  EXPECT_EQ(r->warnings.size(), 5u);
 }
 
 struct ErrorCase {
@@ -168,8 +230,13 @@ TEST(Standalone, Errors) {
        R"(apisix.yaml: routes[2] (id "5"): invalid configuration: property "uri" validation failed: wrong type: expected string, got number)"},
       {"routes:\n  - id: 7\n    uri: a\n    upstream_id: 1\n#END\n",
        R"(apisix.yaml: routes[0] (id "7"): invalid configuration: property "uri" validation failed: failed to match pattern)"},
-      {"routes:\n  - uri: /a\n    upstream_id: 1\n#END\n", "apisix.yaml: routes[0]: missing id"},
-      {"upstreams:\n  - nodes: {}\n#END\n", "apisix.yaml: upstreams[0]: missing id"},
+      // A positional id cannot be referred to: `#` is outside the id pattern, as in APISIX.
+      {"routes:\n  - uri: /a\n    upstream_id: \"upstreams#1\"\nupstreams:\n  - nodes: {}\n#END\n",
+       R"(apisix.yaml: routes[0]: invalid configuration: property "upstream_id" validation failed)"},
+      // Where the id says what the item is for, it stays required.
+      {"plugin_metadata:\n  - log_format: {}\n#END\n",
+       "apisix.yaml: plugin_metadata[0]: missing id"},
+      {"secrets:\n  - uri: http://127.0.0.1:8200\n#END\n", "apisix.yaml: secrets[0]: missing id"},
       {"routes:\n  - id: 1\n    uri: /a\n    upstream_id: 1\n  - id: \"1\"\n    uri: /b\n"
        "    upstream_id: 1\n#END\n",
        R"(apisix.yaml: routes[1] (id "1"): duplicate id, also used by routes[0])"},
