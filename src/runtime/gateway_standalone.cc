@@ -58,9 +58,7 @@ bool Gateway::reload_routes(bool at_start) {
   for (const auto& w : set->warnings) {
     SLUICE_LOG(kWarn, "{}: {}", conf_.standalone_path, w);
   }
-  for (const auto& w : built->warnings) {
-    SLUICE_LOG(kWarn, "{}: {}", conf_.standalone_path, w);
-  }
+  build_warnings_.report(conf_.standalone_path, built->warnings);
   ++version_;
   publish(built->snapshot);
   last_text_ = std::move(text);
