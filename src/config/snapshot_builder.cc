@@ -210,19 +210,27 @@ class Builder {
       }
     }
     const upstream::Upstream* up = nullptr;
+    bool upstream_missing = false;
     if (r.upstream) {
       up = add_upstream(*r.upstream, "route:" + r.id);
     } else if (!r.upstream_id.empty()) {
       up = find_upstream(r.upstream_id, "route " + r.id);
+      upstream_missing = up == nullptr;
     } else if (svc != nullptr && svc->upstream) {
       up = add_upstream(*svc->upstream, "service:" + svc->id);
     } else if (svc != nullptr && !svc->upstream_id.empty()) {
       up = find_upstream(svc->upstream_id, "service " + svc->id);
+      upstream_missing = up == nullptr;
     }
+    const bool config_missing =
+        !r.plugin_config_id.empty() && !plugin_configs_.contains(r.plugin_config_id);
     route.upstream = up;
-    route.target = service_missing ? snapshot::RouteTarget::kServiceMissing
-                   : up != nullptr ? snapshot::RouteTarget::kUpstream
-                                   : snapshot::RouteTarget::kNoUpstream;
+    using snapshot::RouteTarget;
+    route.target = config_missing     ? RouteTarget::kPluginConfigMissing
+                   : service_missing  ? RouteTarget::kServiceMissing
+                   : up != nullptr    ? RouteTarget::kUpstream
+                   : upstream_missing ? RouteTarget::kUpstreamMissing
+                                      : RouteTarget::kNoUpstream;
     if (r.timeout) {
       route.timeouts = to_timeouts(*r.timeout);
     } else if (up != nullptr) {
@@ -268,8 +276,12 @@ class Builder {
     if (!r.plugin_config_id.empty()) {
       auto it = plugin_configs_.find(r.plugin_config_id);
       if (it == plugin_configs_.end()) {
-        out_.warnings.push_back(fmt::format("route {}: plugin_config {} not found; it is skipped",
-                                            r.id, r.plugin_config_id));
+        // APISIX answers 503 rather than serve the route without the config's plugins (an
+        // auth plugin among them, say): no chain is built.
+        out_.warnings.push_back(
+            fmt::format("route {}: plugin_config {} not found; the route answers 503", r.id,
+                        r.plugin_config_id));
+        return common::Status::ok();
       } else {
         from_config = &it->second->plugins;
       }
@@ -295,7 +307,7 @@ class Builder {
   const upstream::Upstream* find_upstream(const std::string& id, const std::string& who) {
     auto it = by_upstream_id_.find(id);
     if (it == by_upstream_id_.end()) {
-      out_.warnings.push_back(fmt::format("{}: upstream {} not found; requests get 503", who, id));
+      out_.warnings.push_back(fmt::format("{}: upstream {} not found; requests get 502", who, id));
       return nullptr;
     }
     return it->second;

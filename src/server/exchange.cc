@@ -163,6 +163,10 @@ void Exchange::route_request() {
   if (route->target == snapshot::RouteTarget::kServiceMissing) {
     status = 404;
     msg = "{\"error_msg\":\"404 Route Not Found\"}\n";
+  } else if (route->target == snapshot::RouteTarget::kUpstreamMissing) {
+    status = 502;
+  } else if (route->target == snapshot::RouteTarget::kPluginConfigMissing) {
+    status = 503;
   } else if (route->target == snapshot::RouteTarget::kNoUpstream) {
     status = 503;
     msg = "{\"error_msg\":\"missing upstream configuration in Route or Service\"}\n";

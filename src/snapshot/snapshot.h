@@ -14,10 +14,15 @@
 
 namespace sluice::snapshot {
 
+// What a matched route does, as apisix/init.lua decides it: a missing plugin_config is 503
+// before anything runs, a missing service 404, a missing upstream_id 502 (handle_upstream),
+// and no upstream at all 503 (upstream.lua, set_by_route).
 enum class RouteTarget {
-  kUpstream,        // proxy to `upstream`
-  kNoUpstream,      // neither route nor service has one: 503
-  kServiceMissing,  // service_id names nothing: 404
+  kUpstream,             // proxy to `upstream`
+  kNoUpstream,           // neither route nor service has one: 503
+  kServiceMissing,       // service_id names nothing: 404
+  kUpstreamMissing,      // the upstream_id (the route's or its service's) names nothing: 502
+  kPluginConfigMissing,  // plugin_config_id names nothing: 503, no route plugin runs
 };
 
 // Thread: any (immutable)

@@ -59,6 +59,27 @@ def test_a_route_without_an_upstream_answers_503(make_gateway):
     assert resp.json() == {"error_msg": "missing upstream configuration in Route or Service"}
 
 
+def test_a_route_whose_upstream_id_names_nothing_answers_502(make_gateway):
+    # apisix/init.lua handle_upstream: no upstream by that id -> 502.
+    gw = make_gateway(routes=[route("/*", rid="r", upstream_id="gone")])
+    assert get(gw.port, "/x").status == 502
+    assert "route r: upstream gone not found; requests get 502" in gw.log_text()
+
+
+def test_a_route_whose_plugin_config_is_missing_answers_503_without_its_plugins(
+        make_gateway, make_upstream):
+    # apisix/init.lua: a plugin_config_id naming nothing is 503 before any plugin runs; the
+    # route's own plugins (proxy-rewrite here) must not run either, nor the request go up.
+    up = make_upstream("up")
+    r = route("/*", up, rid="r", plugin_config_id="gone",
+              plugins={"proxy-rewrite": {"uri": "/rewritten"}})
+    gw = make_gateway(routes=[r])
+    resp = get(gw.port, "/x")
+    assert resp.status == 503, resp
+    assert up.requests == []
+    assert "route r: plugin_config gone not found; the route answers 503" in gw.log_text()
+
+
 def _two_nodes(first, second):
     r = route("/*", rid="r")
     r["upstream"] = {"type": "roundrobin", "nodes": [

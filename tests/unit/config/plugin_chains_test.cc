@@ -348,7 +348,7 @@ routes:
     EXPECT_EQ(r->chain, nullptr);
   }
   EXPECT_THAT(b.warnings, ::testing::Contains(
-                              "route lost-config: plugin_config nope not found; it is skipped"));
+                              "route lost-config: plugin_config nope not found; the route answers 503"));
 }
 
 TEST(SnapshotChains, GlobalIsSetOnlyWhenGlobalRulesHavePlugins) {

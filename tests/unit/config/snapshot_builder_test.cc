@@ -129,7 +129,7 @@ routes:
   ASSERT_NE(svc, nullptr);
   EXPECT_EQ(svc->upstream->id, "u1");
 
-  EXPECT_EQ(match(s, "/dangling")->target, snapshot::RouteTarget::kNoUpstream);
+  EXPECT_EQ(match(s, "/dangling")->target, snapshot::RouteTarget::kUpstreamMissing);
   EXPECT_EQ(match(s, "/gone")->target, snapshot::RouteTarget::kServiceMissing);
   EXPECT_EQ(match(s, "/off"), nullptr);
   EXPECT_EQ(r.warnings.size(), 2u);
