@@ -12,6 +12,19 @@
 
 namespace sluice::router {
 
+// Variables APISIX reads from the request body (post_arg_* from form and JSON bodies, graphql_*
+// from a GraphQL query). Sluice matches before the body is read, so such a rule could never
+// match: it is refused rather than stored.
+std::string_view body_var_reason(std::string_view var) {
+  if (var.starts_with("post_arg_")) {
+    return "matching on the request body is not implemented";
+  }
+  if (var == "graphql_operation" || var == "graphql_name" || var == "graphql_root_fields") {
+    return "matching on the request body (GraphQL) is not implemented";
+  }
+  return {};
+}
+
 namespace {
 
 using common::Status;
@@ -141,19 +154,6 @@ void resolve_var(std::string_view var, ExprLeaf* leaf) {
   } else {
     leaf->var = VarKind::kNil;
   }
-}
-
-// Variables APISIX reads from the request body (post_arg_* from form and JSON bodies, graphql_*
-// from a GraphQL query). Sluice matches before the body is read, so such a rule could never
-// match: it is refused rather than stored.
-std::string_view body_var_reason(std::string_view var) {
-  if (var.starts_with("post_arg_")) {
-    return "matching on the request body is not implemented";
-  }
-  if (var == "graphql_operation" || var == "graphql_name" || var == "graphql_root_fields") {
-    return "matching on the request body (GraphQL) is not implemented";
-  }
-  return {};
 }
 
 // Decimal text of a JSON number as Lua's tostring would print it for integers.

@@ -52,6 +52,9 @@ struct VarScratch {
 
 // A variable read by name, with the names and values `vars` uses (limit-count's `key`).
 // Thread: any (immutable)
+// Why `var` cannot be read (it lives in the request body: post_arg_*, graphql_*), or empty.
+std::string_view body_var_reason(std::string_view var);
+
 class Var {
  public:
   Var() = default;                          // nil

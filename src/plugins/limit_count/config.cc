@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "router/expr.h"
 #include "schema/checks.h"
 
 namespace sluice::plugins::limit_count {
@@ -89,6 +90,34 @@ Status redis_error(Policy policy, const Status& what) {
 
 }  // namespace
 
+// A key variable read from the request body (post_arg_*, graphql_*): APISIX reads the body for
+// it; Sluice does not, so the key would always be nil. The reason, or empty.
+std::string body_key_reason(const Conf& c) {
+  auto reason = [](std::string_view var) -> std::string {
+    std::string_view why = router::body_var_reason(var);
+    return why.empty() ? std::string()
+                       : fmt::format("key variable {} is not supported yet: {}", var, why);
+  };
+  if (c.key_type == KeyType::kVar) {
+    return reason(c.key);
+  }
+  if (c.key_type != KeyType::kVarCombination) {
+    return {};
+  }
+  std::string_view k = c.key;
+  for (size_t at = k.find('$'); at != std::string_view::npos; at = k.find('$', at + 1)) {
+    size_t start = at + 1 < k.size() && k[at + 1] == '{' ? at + 2 : at + 1;
+    size_t end = start;
+    while (end < k.size() && (std::isalnum(static_cast<unsigned char>(k[end])) || k[end] == '_')) {
+      ++end;
+    }
+    if (std::string why = reason(k.substr(start, end - start)); !why.empty()) {
+      return why;
+    }
+  }
+  return {};
+}
+
 StatusOr<Conf> parse(const Json& conf) {
   Conf c;
   FieldDecoder d(conf);
@@ -108,6 +137,11 @@ StatusOr<Conf> parse(const Json& conf) {
   d.field("redis_ssl", &tls, as_bool);
   if (tls) {
     d.fail("redis_ssl: TLS to Redis is not supported by Sluice yet");
+  }
+  if (d.ok()) {
+    if (std::string why = body_key_reason(c); !why.empty()) {
+      d.fail(why);
+    }
   }
   if (!d.ok()) {
     return d.status();

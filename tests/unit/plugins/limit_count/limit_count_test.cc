@@ -142,6 +142,32 @@ TEST_F(LimitCountTest, RedisFieldErrorsNameAPISIXsClause) {
   }
 }
 
+// APISIX reads the body for post_arg_* and graphql_*; Sluice would count every request under
+// a nil key, so such keys are refused instead.
+TEST_F(LimitCountTest, KeysReadFromTheBodyAreRefused) {
+  struct Case {
+    const char* conf;
+    const char* error;
+  } cases[] = {
+      {R"({"count": 1, "time_window": 1, "key": "post_arg_user"})",
+       "key variable post_arg_user is not supported yet: matching on the request body is not "
+       "implemented"},
+      {R"({"count": 1, "time_window": 1, "key_type": "var_combination",
+           "key": "$remote_addr ${graphql_name}"})",
+       "key variable graphql_name is not supported yet: matching on the request body (GraphQL) "
+       "is not implemented"},
+  };
+  for (const auto& c : cases) {
+    auto bad = info().make(Json::parse(c.conf), plugin::BuildEnv{"route/1", shared_});
+    ASSERT_FALSE(bad.is_ok()) << c.conf;
+    EXPECT_EQ(bad.status().message(), c.error);
+  }
+  EXPECT_TRUE(info()
+                  .make(Json::parse(R"({"count": 1, "time_window": 1, "key": "post_arg"})"),
+                        plugin::BuildEnv{"route/1", shared_})
+                  .is_ok());  // not a body variable: nil, as any unknown name
+}
+
 TEST_F(LimitCountTest, CountTwoAdmitsTwoThenRejectsWithHeaders) {
   PluginPtr p = make(R"({"count": 2, "time_window": 60})");
   ASSERT_NE(p, nullptr);
