@@ -3,9 +3,12 @@
 
 #include <fmt/format.h>
 
+#include <cctype>
+
 #include "config/field_decoder.h"
 #include "config/upstream_checks.h"
 #include "config/upstream_nodes.h"
+#include "router/expr.h"
 
 namespace sluice::config {
 
@@ -99,12 +102,85 @@ void check_upstream_shape(FieldDecoder& d) {
 
 }  // namespace
 
+namespace {
+
+// APISIX's upstream_hash_vars_schema and upstream_hash_header_schema (schema_def.lua), checked
+// as its check_upstream_conf does; the message is the jsonschema library's.
+constexpr std::string_view kHashVarsPattern =
+    "^((uri|server_name|server_addr|request_uri|remote_port|remote_addr|query_string|host|"
+    "hostname)|arg_[0-9a-zA-z_-]+)$";
+constexpr std::string_view kHashHeaderPattern = "^[a-zA-Z0-9-_]+$";
+
+bool hash_vars_key(std::string_view k) {
+  for (std::string_view n : {"uri", "server_name", "server_addr", "request_uri", "remote_port",
+                             "remote_addr", "query_string", "host", "hostname"}) {
+    if (k == n) {
+      return true;
+    }
+  }
+  if (!k.starts_with("arg_") || k.size() == 4) {
+    return false;
+  }
+  for (char c : k.substr(4)) {  // [0-9a-zA-z_-]: A-z takes [ \ ] ^ and ` too
+    if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'z') || c == '_' ||
+          c == '-')) {
+      return false;
+    }
+  }
+  return true;
+}
+
+bool hash_header_key(std::string_view k) {
+  if (k.empty()) {
+    return false;
+  }
+  for (char c : k) {
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '_') {
+      return false;
+    }
+  }
+  return true;
+}
+
+Status chash_key_rules(const UpstreamConf& u) {
+  if (u.hash_on == "vars") {
+    if (!hash_vars_key(u.key)) {
+      return Status::error(
+          fmt::format("invalid configuration: failed to match pattern \"{}\" with \"{}\"",
+                      kHashVarsPattern, u.key));
+    }
+    for (std::string_view n : {"server_name", "server_addr", "remote_port", "hostname"}) {
+      if (u.key == n) {  // APISIX takes them; Sluice would hash a nil value
+        return Status::error(fmt::format(
+            "invalid configuration: chash key {} is not supported by Sluice yet", u.key));
+      }
+    }
+  } else if (u.hash_on == "vars_combinations") {
+    if (std::string_view var = router::body_var_in_template(u.key); !var.empty()) {
+      return Status::error(
+          fmt::format("invalid configuration: chash key variable {} is not "
+                      "supported yet: {}",
+                      var, router::body_var_reason(var)));
+    }
+  } else if ((u.hash_on == "header" || u.hash_on == "cookie") && !hash_header_key(u.key)) {
+    return Status::error(
+        fmt::format("invalid configuration: failed to match pattern \"{}\" with \"{}\"",
+                    kHashHeaderPattern, u.key));
+  }
+  return Status::ok();
+}
+
+}  // namespace
+
 Status check_upstream_rules(const UpstreamConf& u) {
   if (u.pass_host == PassHost::kRewrite && u.upstream_host.empty()) {
     return Status::error("`upstream_host` can't be empty when `pass_host` is `rewrite`");
   }
   if (u.type == BalancerType::kChash && u.hash_on != "consumer" && u.key.empty()) {
     return Status::error("missing key");
+  }
+  if (u.type == BalancerType::kChash) {
+    return chash_key_rules(u);
   }
   return Status::ok();
 }

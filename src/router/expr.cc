@@ -25,6 +25,21 @@ std::string_view body_var_reason(std::string_view var) {
   return {};
 }
 
+std::string_view body_var_in_template(std::string_view k) {
+  for (size_t at = k.find('$'); at != std::string_view::npos; at = k.find('$', at + 1)) {
+    size_t start = at + 1 < k.size() && k[at + 1] == '{' ? at + 2 : at + 1;
+    size_t end = start;
+    while (end < k.size() && (std::isalnum(static_cast<unsigned char>(k[end])) || k[end] == '_')) {
+      ++end;
+    }
+    std::string_view name = k.substr(start, end - start);
+    if (!body_var_reason(name).empty()) {
+      return name;
+    }
+  }
+  return {};
+}
+
 namespace {
 
 using common::Status;

@@ -54,6 +54,8 @@ struct VarScratch {
 // Thread: any (immutable)
 // Why `var` cannot be read (it lives in the request body: post_arg_*, graphql_*), or empty.
 std::string_view body_var_reason(std::string_view var);
+// The first `$name` / `${name}` in `text` that body_var_reason refuses, or empty.
+std::string_view body_var_in_template(std::string_view text);
 
 class Var {
  public:

@@ -104,18 +104,7 @@ std::string body_key_reason(const Conf& c) {
   if (c.key_type != KeyType::kVarCombination) {
     return {};
   }
-  std::string_view k = c.key;
-  for (size_t at = k.find('$'); at != std::string_view::npos; at = k.find('$', at + 1)) {
-    size_t start = at + 1 < k.size() && k[at + 1] == '{' ? at + 2 : at + 1;
-    size_t end = start;
-    while (end < k.size() && (std::isalnum(static_cast<unsigned char>(k[end])) || k[end] == '_')) {
-      ++end;
-    }
-    if (std::string why = reason(k.substr(start, end - start)); !why.empty()) {
-      return why;
-    }
-  }
-  return {};
+  return reason(router::body_var_in_template(c.key));
 }
 
 StatusOr<Conf> parse(const Json& conf) {

@@ -128,6 +128,23 @@ TEST(DecodeUpstream, RulesAfterTheSchemaUseAPISIXTexts) {
       {R"({"type": "chash", "hash_on": "header", "nodes": {}})", "missing key"},
       {R"({"nodes": {}, "pass_host": "rewrite"})",
        "`upstream_host` can't be empty when `pass_host` is `rewrite`"},
+      // APISIX's patterns for a chash key (schema_def.lua), checked after the schema.
+      {R"({"type": "chash", "key": "http_x_user", "nodes": {}})",
+       "invalid configuration: failed to match pattern \"^((uri|server_name|server_addr|"
+       "request_uri|remote_port|remote_addr|query_string|host|hostname)|arg_[0-9a-zA-z_-]+)$\" "
+       "with \"http_x_user\""},
+      {R"({"type": "chash", "key": "post_arg_user", "nodes": {}})",
+       "invalid configuration: failed to match pattern \"^((uri|server_name|server_addr|"
+       "request_uri|remote_port|remote_addr|query_string|host|hostname)|arg_[0-9a-zA-z_-]+)$\" "
+       "with \"post_arg_user\""},
+      {R"({"type": "chash", "hash_on": "header", "key": "x user", "nodes": {}})",
+       "invalid configuration: failed to match pattern \"^[a-zA-Z0-9-_]+$\" with \"x user\""},
+      {R"({"type": "chash", "key": "hostname", "nodes": {}})",
+       "invalid configuration: chash key hostname is not supported by Sluice yet"},
+      {R"({"type": "chash", "hash_on": "vars_combinations", "key": "$http_x${post_arg_y}",
+           "nodes": {}})",
+       "invalid configuration: chash key variable post_arg_y is not supported yet: matching on "
+       "the request body is not implemented"},
   };
   for (const auto& c : cases) {
     SCOPED_TRACE(c.upstream);
@@ -145,6 +162,13 @@ TEST(DecodeUpstream, RulesAfterTheSchemaUseAPISIXTexts) {
   EXPECT_TRUE(
       decode_upstream(Json::parse(R"({"type": "chash", "hash_on": "consumer", "nodes": {}})"))
           .is_ok());
+  for (const char* ok : {R"({"type": "chash", "key": "remote_addr", "nodes": {}})",
+                         R"({"type": "chash", "key": "arg_user-id", "nodes": {}})",
+                         R"({"type": "chash", "hash_on": "cookie", "key": "sid", "nodes": {}})",
+                         R"({"type": "chash", "hash_on": "vars_combinations",
+                             "key": "$http_x ${arg_y}", "nodes": {}})"}) {
+    EXPECT_TRUE(decode_upstream(Json::parse(ok)).is_ok()) << ok;
+  }
 }
 
 TEST(DecodeUpstream, Defaults) {
