@@ -52,11 +52,16 @@ Status patch_at(Json& target, std::string_view sub_path, Json value) {
   }
 }
 
-bool nesting_within(std::string_view text, int max_depth) {
-  int depth = 0;
+namespace {
+
+// Where a byte of JSON text stands, for the scans below: inside a string (escapes followed) or
+// not.
+struct JsonScan {
   bool in_string = false;
   bool escaped = false;
-  for (char c : text) {
+
+  // Feeds `c`: true when it stands outside every string and is not a quote.
+  bool outside(char c) {
     if (in_string) {
       if (escaped) {
         escaped = false;
@@ -65,11 +70,23 @@ bool nesting_within(std::string_view text, int max_depth) {
       } else if (c == '"') {
         in_string = false;
       }
+      return false;
+    }
+    in_string = c == '"';
+    return !in_string;
+  }
+};
+
+}  // namespace
+
+bool nesting_within(std::string_view text, int max_depth) {
+  int depth = 0;
+  JsonScan scan;
+  for (char c : text) {
+    if (!scan.outside(c)) {
       continue;
     }
-    if (c == '"') {
-      in_string = true;
-    } else if (c == '{' || c == '[') {
+    if (c == '{' || c == '[') {
       if (++depth > max_depth) {
         return false;
       }
@@ -82,28 +99,17 @@ bool nesting_within(std::string_view text, int max_depth) {
 
 std::optional<std::string> escape_raw_controls(std::string_view text) {
   std::optional<std::string> out;
-  bool in_string = false;
-  bool escaped = false;
+  JsonScan scan;
   for (size_t i = 0; i < text.size(); ++i) {
     const unsigned char c = static_cast<unsigned char>(text[i]);
-    if (in_string && !escaped && c >= 0x01 && c < 0x20) {
+    if (scan.in_string && !scan.escaped && c >= 0x01 && c < 0x20) {
       if (!out) {
         out.emplace(text.substr(0, i));
       }
       *out += fmt::format("\\u{:04x}", c);
       continue;
     }
-    if (in_string) {
-      if (escaped) {
-        escaped = false;
-      } else if (c == '\\') {
-        escaped = true;
-      } else if (c == '"') {
-        in_string = false;
-      }
-    } else if (c == '"') {
-      in_string = true;
-    }
+    scan.outside(static_cast<char>(c));
     if (out) {
       out->push_back(static_cast<char>(c));
     }
