@@ -9,6 +9,7 @@
 #include "config/upstream_checks.h"
 #include "config/upstream_nodes.h"
 #include "router/expr.h"
+#include "upstream/hash_key.h"
 
 namespace sluice::config {
 
@@ -161,6 +162,12 @@ Status chash_key_rules(const UpstreamConf& u) {
           fmt::format("invalid configuration: chash key variable {} is not "
                       "supported yet: {}",
                       var, router::body_var_reason(var)));
+    }
+    // Any other variable Sluice cannot read would hash as "", every request to one node.
+    auto key = upstream::HashKey::compile(upstream::HashOn::kVarsCombinations, u.key);
+    if (std::string_view var = key.unreadable_var(); !var.empty()) {
+      return Status::error(fmt::format(
+          "invalid configuration: chash key variable {} is not supported by Sluice", var));
     }
   } else if ((u.hash_on == "header" || u.hash_on == "cookie") && !hash_header_key(u.key)) {
     return Status::error(

@@ -95,8 +95,9 @@ struct PluginInfo {
   // thread (prometheus: its families of the metrics page). nullptr: the plugin has none.
   std::string (*control)(const Shared& shared) = nullptr;
   // APISIX's run_policy "prefer_route": a global rule's instance does not run for a request
-  // whose route (merged with its service and plugin_config) has the plugin too, and only the
-  // first global rule's instance is kept, so the plugin runs once per request.
+  // whose route (merged with its service and plugin_config) has the plugin too. Sluice's own
+  // choice beyond APISIX: of several global rules carrying it, only the first's instance is
+  // kept (with a warning), so the plugin runs once per request; APISIX runs each rule's.
   bool prefer_route = false;
 };
 

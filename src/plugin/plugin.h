@@ -157,6 +157,9 @@ struct Context {
   std::string scratch;
   // What a head() hook keeps for the same plugin's later hooks (prometheus: extra label values
   // read from the request head, which is gone by the log phase). Capacity kept, like scratch.
+  // One buffer for the request: only one plugin may read the head (prometheus, which
+  // prefer_route keeps to one instance); a second would need it keyed by entry. The values
+  // are the client's, taken before any plugin edits the request.
   std::string stash;
 
   // One bit of per-request state for each plugin of the chains, for a hook to tell a later

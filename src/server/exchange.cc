@@ -46,8 +46,13 @@ void Exchange::begin(Downstream& down, const http::RequestHead& req, size_t head
     spec = snap_->table.match(mctx);
   }
   st_.route = spec != nullptr ? &snap_->routes[spec->index] : nullptr;
+  // A route whose plugin_config or service is missing is answered before any plugin runs,
+  // global rules included: apisix/init.lua exits before run_global_rules.
+  const bool answered_first =
+      st_.route != nullptr && (st_.route->target == snapshot::RouteTarget::kPluginConfigMissing ||
+                               st_.route->target == snapshot::RouteTarget::kServiceMissing);
   // One test when no plugin is configured anywhere.
-  if (snap_ && (snap_->global || (st_.route != nullptr && st_.route->chain))) {
+  if (snap_ && !answered_first && (snap_->global || (st_.route != nullptr && st_.route->chain))) {
     begin_plugins(mctx);
     if (chains_.needs_body() && st_.has_body) [[unlikely]] {
       keep_head();

@@ -164,7 +164,7 @@ bool Exchange::retry_idle(const char* why) {
   end_try(false);
   st_.retried_idle = true;
   if (!start_try(node, true)) {
-    try_next_or_fail(502, "reconnect failed");
+    try_next_or_fail(502, "reconnect failed", true);  // start_try reported why
   }
   return true;
 }

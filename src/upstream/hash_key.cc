@@ -75,6 +75,15 @@ HashKey HashKey::compile(HashOn on, std::string_view key) {
   return k;
 }
 
+std::string_view HashKey::unreadable_var() const {
+  for (const Part& p : parts_) {
+    if (p.is_var && p.var.nil()) {
+      return p.text;
+    }
+  }
+  return {};
+}
+
 template <typename Emit>
 void HashKey::visit(const router::MatchContext& m, std::string_view consumer, Emit&& emit) const {
   if (on_ == HashOn::kConsumer) {

@@ -27,6 +27,8 @@ class HashKey {
   uint64_t hash(const router::MatchContext& m, std::string_view consumer) const;
   // The key text itself (for tests and logs); allocates.
   std::string text(const router::MatchContext& m, std::string_view consumer) const;
+  // The first variable of the key Sluice cannot read (it would hash as ""), or empty.
+  std::string_view unreadable_var() const;
 
  private:
   // One piece of the key: literal text, or a variable.

@@ -80,6 +80,28 @@ def test_a_route_whose_plugin_config_is_missing_answers_503_without_its_plugins(
     assert "route r: plugin_config gone not found; the route answers 503" in gw.log_text()
 
 
+def test_global_rules_do_not_run_for_a_route_answered_for_a_missing_reference(make_gateway,
+                                                                               make_upstream):
+    # apisix/init.lua answers a missing plugin_config (503) or service (404) before
+    # run_global_rules: a global limit-count neither counts nor refuses those requests.
+    up = make_upstream("up")
+    gw = make_gateway(admin=True)
+    limit = {"limit-count": {"count": 1, "time_window": 60, "rejected_code": 429}}
+    assert gw.admin("PUT", "/global_rules/g", {"plugins": limit}).status == 201
+    assert gw.admin("PUT", "/plugin_configs/pc", {"plugins": {}}).status == 201
+    assert gw.admin("PUT", "/services/s", {"upstream": {"nodes": {up.addr: 1}}}).status == 201
+    assert gw.admin("PUT", "/routes/pc", {"uri": "/pc", "plugin_config_id": "pc",
+                                          "upstream": {"nodes": {up.addr: 1}}}).status == 201
+    assert gw.admin("PUT", "/routes/s", {"uri": "/s", "service_id": "s"}).status == 201
+    assert gw.admin("DELETE", "/plugin_configs/pc?force=true").status == 200
+    assert gw.admin("DELETE", "/services/s?force=true").status == 200
+    gw.wait_for_log(r"plugin_config pc not found; the route answers 503")
+    for _ in range(3):
+        assert get(gw.port, "/pc").status == 503
+        assert get(gw.port, "/s").status == 404
+    assert up.requests == []
+
+
 def _two_nodes(first, second):
     r = route("/*", rid="r")
     r["upstream"] = {"type": "roundrobin", "nodes": [

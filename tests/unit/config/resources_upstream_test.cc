@@ -145,6 +145,9 @@ TEST(DecodeUpstream, RulesAfterTheSchemaUseAPISIXTexts) {
            "nodes": {}})",
        "invalid configuration: chash key variable post_arg_y is not supported yet: matching on "
        "the request body is not implemented"},
+      {R"({"type": "chash", "hash_on": "vars_combinations", "key": "$remote_addr$remote_port",
+           "nodes": {}})",
+       "invalid configuration: chash key variable remote_port is not supported by Sluice"},
   };
   for (const auto& c : cases) {
     SCOPED_TRACE(c.upstream);
