@@ -347,8 +347,9 @@ routes:
     ASSERT_NE(r, nullptr);
     EXPECT_EQ(r->chain, nullptr);
   }
-  EXPECT_THAT(b.warnings, ::testing::Contains(
-                              "route lost-config: plugin_config nope not found; the route answers 503"));
+  EXPECT_THAT(b.warnings,
+              ::testing::Contains(
+                  "route lost-config: plugin_config nope not found; the route answers 503"));
 }
 
 TEST(SnapshotChains, GlobalIsSetOnlyWhenGlobalRulesHavePlugins) {

@@ -58,6 +58,11 @@ class LimitCountTest : public ::testing::Test {
     EXPECT_TRUE(p.is_ok()) << p.status().message();
     return p.is_ok() ? *p : nullptr;
   }
+  // The error a conf that must be refused gets ("" when it was taken).
+  std::string refusal(const char* conf) {
+    auto p = info().make(Json::parse(conf), plugin::BuildEnv{"route/1", shared_});
+    return p.is_ok() ? std::string() : p.status().message();
+  }
 
   struct Outcome {
     Action action;
@@ -136,9 +141,7 @@ TEST_F(LimitCountTest, RedisFieldErrorsNameAPISIXsClause) {
        "redis_ssl: TLS to Redis is not supported by Sluice yet"},
   };
   for (const auto& c : cases) {
-    auto bad = info().make(Json::parse(c.conf), plugin::BuildEnv{"route/1", shared_});
-    ASSERT_FALSE(bad.is_ok()) << c.conf;
-    EXPECT_EQ(bad.status().message(), c.error);
+    EXPECT_EQ(refusal(c.conf), c.error) << c.conf;
   }
 }
 
@@ -158,14 +161,10 @@ TEST_F(LimitCountTest, KeysReadFromTheBodyAreRefused) {
        "is not implemented"},
   };
   for (const auto& c : cases) {
-    auto bad = info().make(Json::parse(c.conf), plugin::BuildEnv{"route/1", shared_});
-    ASSERT_FALSE(bad.is_ok()) << c.conf;
-    EXPECT_EQ(bad.status().message(), c.error);
+    EXPECT_EQ(refusal(c.conf), c.error) << c.conf;
   }
-  EXPECT_TRUE(info()
-                  .make(Json::parse(R"({"count": 1, "time_window": 1, "key": "post_arg"})"),
-                        plugin::BuildEnv{"route/1", shared_})
-                  .is_ok());  // not a body variable: nil, as any unknown name
+  // Not a body variable: an unknown name, nil as in APISIX's ctx.var.
+  EXPECT_EQ(refusal(R"({"count": 1, "time_window": 1, "key": "post_arg"})"), "");
 }
 
 TEST_F(LimitCountTest, CountTwoAdmitsTwoThenRejectsWithHeaders) {
