@@ -137,14 +137,115 @@ class Reader {
          {"ssl", [this](auto& x, auto& p) { return apisix_ssl(x, p); }}});
   }
 
-  // apisix.ssl: only the CA bundle, which Sluice uses for etcd as APISIX does.
+  // apisix.ssl: the HTTPS listener, and the CA bundle upstream and etcd certificates are
+  // verified against.
   Status apisix_ssl(const Json& v, const std::string& path) {
-    return walk(v, path, {{"ssl_trusted_certificate", [this](auto& x, auto& p) {
-                             // APISIX 3.x's name for the system CAs, an empty trusted_ca here.
-                             bool system = x == "system";
-                             return system ? Status::ok()
-                                           : assign(p, &cfg.etcd.tls.trusted_ca, file_path(x));
-                           }}});
+    SslListenerConfig& s = cfg.ssl;
+    return walk(
+        v, path,
+        {{"enable", [&s](auto& x, auto& p) { return assign(p, &s.enabled, yaml_bool(x)); }},
+         {"listen", [this](auto& x, auto& p) { return ssl_listen(x, p); }},
+         {"ssl_protocols",
+          [&s](auto& x, auto& p) { return assign(p, &s.protocols, ssl_protocol_list(x)); }},
+         {"ssl_ciphers",
+          [&s](auto& x, auto& p) { return assign(p, &s.ciphers, as_string(x, 1, 4096)); }},
+         {"ssl_session_tickets",
+          [&s](auto& x, auto& p) { return assign(p, &s.session_tickets, yaml_bool(x)); }},
+         {"fallback_sni", [&s](auto& x, auto& p) { return assign(p, &s.fallback_sni, as_sni(x)); }},
+         {"ssl_trusted_certificate", [this](auto& x, auto& p) {
+            // APISIX 3.x's name for the system CAs, an empty trusted_ca here.
+            if (x == "system") {
+              return Status::ok();
+            }
+            Status st = assign(p, &cfg.ssl.trusted_ca, file_path(x));
+            cfg.etcd.tls.trusted_ca = cfg.ssl.trusted_ca;
+            return st;
+          }}});
+  }
+
+  // "TLSv1.2 TLSv1.3": nginx's ssl_protocols, space-separated.
+  static StatusOr<std::vector<std::string>> ssl_protocol_list(const Json& v) {
+    auto text = as_string(v, 1, 64);
+    if (!text.is_ok()) {
+      return text.status();
+    }
+    std::vector<std::string> out;
+    size_t at = 0;
+    const std::string& t = *text;
+    while (at < t.size()) {
+      size_t end = t.find(' ', at);
+      end = end == std::string::npos ? t.size() : end;
+      std::string word = t.substr(at, end - at);
+      at = end + 1;
+      if (word.empty()) {
+        continue;
+      }
+      if (word != "TLSv1.1" && word != "TLSv1.2" && word != "TLSv1.3") {
+        return Status::error("expected TLSv1.1, TLSv1.2 or TLSv1.3 separated by spaces, got \"" +
+                             word + "\"");
+      }
+      out.push_back(std::move(word));
+    }
+    if (out.empty()) {
+      return Status::error("expected at least one of TLSv1.1, TLSv1.2, TLSv1.3");
+    }
+    return out;
+  }
+
+  // apisix.ssl.listen: [{ip, port, enable_http2, enable_http3}] or ports. HTTP/2 and HTTP/3
+  // are not served yet: asking for them is an error rather than a silent HTTP/1.1.
+  Status ssl_listen(const Json& v, const std::string& path) {
+    auto& out = cfg.ssl.listen;
+    out.clear();
+    if (v.is_number()) {
+      out.push_back({});
+      return assign(path, &out.back().port, yaml_port(v));
+    }
+    if (!v.is_array() || v.empty()) {
+      return error_at(path, "expected a port or a list of {ip, port}, got " + json_text(v));
+    }
+    for (size_t i = 0; i < v.size(); ++i) {
+      std::string at = fmt::format("{}[{}]", path, i);
+      out.push_back({});
+      ListenAddr* addr = &out.back();
+      if (!v[i].is_object()) {
+        Status s = assign(at, &addr->port, yaml_port(v[i]));
+        if (!s.is_ok()) {
+          return s;
+        }
+        continue;
+      }
+      auto refuse_on = [](const char* what) {
+        return [what](auto& x, auto& p) -> Status {
+          auto on = yaml_bool(x);
+          if (on.is_ok() && *on) {
+            return error_at(p, fmt::format("{} is not implemented yet", what));
+          }
+          return on.is_ok() ? Status::ok() : error_at(p, on.status().message());
+        };
+      };
+      Status s =
+          walk(v[i], at,
+               {{"ip", [addr](auto& x, auto& p) { return assign(p, &addr->ip, parse_ip(x)); }},
+                {"port", [addr](auto& x, auto& p) { return assign(p, &addr->port, yaml_port(x)); }},
+                {"enable_http2", refuse_on("HTTP/2")},
+                {"enable_http3", refuse_on("HTTP/3")}});
+      if (!s.is_ok()) {
+        return s;
+      }
+      if (addr->port == 0) {
+        return error_at(at, "expected a port");
+      }
+    }
+    for (size_t i = 0; i < out.size(); ++i) {
+      for (size_t j = 0; j < i; ++j) {
+        if (out[i].ip == out[j].ip && out[i].port == out[j].port) {
+          return error_at(fmt::format("{}[{}]", path, i),
+                          fmt::format("duplicate of {}[{}]", path, j));
+        }
+      }
+    }
+    return Status::ok();
   }
 
   Status nginx(const Json& v, const std::string& path) {
@@ -365,6 +466,18 @@ class Reader {
          {"admin_key_required",
           [&a](auto& x, auto& p) { return assign(p, &a.key_required, yaml_bool(x)); }},
          {"admin_listen", [this](auto& x, auto& p) { return admin_listen(x, p); }},
+         {"https_admin", [&a](auto& x, auto& p) { return assign(p, &a.https, yaml_bool(x)); }},
+         {"admin_api_mtls",
+          [&a, this](auto& x, auto& p) {
+            return walk(x, p,
+                        {{"admin_ssl_cert",
+                          [&a](auto& y, auto& q) { return assign(q, &a.cert, file_path(y)); }},
+                         {"admin_ssl_cert_key",
+                          [&a](auto& y, auto& q) { return assign(q, &a.key, file_path(y)); }},
+                         {"admin_ssl_ca_cert", [&a](auto& y, auto& q) {
+                            return assign(q, &a.client_ca, file_path(y));
+                          }}});
+          }},
          {"admin_key", [this](auto& x, auto& p) { return admin_keys(x, p); }},
          {"allow_admin", [&a](auto& x, auto& p) {
             return assign(p, &a.allow,
@@ -498,7 +611,14 @@ StatusOr<GatewayConfig> parse_gateway_config(const std::string& yaml_text, const
   GatewayConfig& cfg = reader.cfg;
   cfg.standalone_path = resolve(base, "apisix.yaml");
   cfg.data_dir = resolve(base, cfg.data_dir.empty() ? "data" : cfg.data_dir);
-  for (std::string* file : {&cfg.etcd.tls.cert, &cfg.etcd.tls.key, &cfg.etcd.tls.trusted_ca}) {
+  if (cfg.admin.https && (cfg.admin.cert.empty() || cfg.admin.key.empty())) {
+    return Status::error(
+        "config.yaml: deployment.admin.https_admin: needs admin_api_mtls.admin_ssl_cert and "
+        "admin_ssl_cert_key");
+  }
+  for (std::string* file :
+       {&cfg.etcd.tls.cert, &cfg.etcd.tls.key, &cfg.etcd.tls.trusted_ca, &cfg.ssl.trusted_ca,
+        &cfg.admin.cert, &cfg.admin.key, &cfg.admin.client_ca}) {
     *file = resolve(base, *file);
   }
   return std::move(cfg);

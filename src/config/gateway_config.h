@@ -41,6 +41,11 @@ struct AdminConfig {
   bool key_required = true;              // deployment.admin.admin_key_required
   std::vector<AdminKey> keys = {{"admin", std::string(kWellKnownAdminKey), AdminRole::kAdmin}};
   std::vector<std::string> allow = {"127.0.0.0/24", "::1/128"};  // deployment.admin.allow_admin
+  // deployment.admin.https_admin: the Admin API listener speaks TLS, with the certificate of
+  // admin_api_mtls.admin_ssl_cert / admin_ssl_cert_key; admin_ssl_ca_cert, when given, makes
+  // it require client certificates signed by that CA.
+  bool https = false;
+  std::string cert, key, client_ca;  // PEM files
 };
 
 // plugin_attr.prometheus: the metrics export server.
@@ -77,9 +82,34 @@ struct EtcdConfig {
   bool operator==(const EtcdConfig&) const = default;
 };
 
+// APISIX's apisix.ssl.ssl_ciphers default (Mozilla's "intermediate" TLS 1.2 list; TLS 1.3
+// suites are OpenSSL's own).
+inline constexpr std::string_view kDefaultSslCiphers =
+    "ECDHE-ECDSA-AES128-GCM-SHA256:ECDHE-RSA-AES128-GCM-SHA256:ECDHE-ECDSA-AES256-GCM-SHA384:"
+    "ECDHE-RSA-AES256-GCM-SHA384:ECDHE-ECDSA-CHACHA20-POLY1305:ECDHE-RSA-CHACHA20-POLY1305:"
+    "DHE-RSA-AES128-GCM-SHA256:DHE-RSA-AES256-GCM-SHA384";
+
+// apisix.ssl: the HTTPS listener. Certificates come from `ssls` objects, chosen by SNI.
+// Thread: any (value type)
+struct SslListenerConfig {
+  bool enabled = true;                                   // enable
+  std::vector<ListenAddr> listen = {{"0.0.0.0", 9443}};  // listen: [{ip, port}]
+  // ssl_protocols: the versions offered, from TLSv1.1, TLSv1.2, TLSv1.3.
+  std::vector<std::string> protocols = {"TLSv1.2", "TLSv1.3"};
+  std::string ciphers = std::string(kDefaultSslCiphers);  // ssl_ciphers (TLS 1.2 and older)
+  bool session_tickets = false;  // ssl_session_tickets (APISIX's default: off)
+  // fallback_sni: the certificate served to a client that names no server, or one no `ssls`
+  // object covers.
+  std::string fallback_sni;
+  // ssl_trusted_certificate: the CA bundle upstream (and etcd) certificates are verified
+  // against; empty = the system's.
+  std::string trusted_ca;
+};
+
 // Thread: any (value type)
 struct GatewayConfig {
   std::vector<ListenAddr> node_listen = {{"0.0.0.0", 9080}};  // apisix.node_listen
+  SslListenerConfig ssl;                                      // apisix.ssl
   int worker_processes = 0;  // nginx_config.worker_processes; 0 = auto (one per CPU)
   common::LogLevel error_log_level = common::LogLevel::kWarn;  // nginx_config.error_log_level
   std::string role = "traditional";                            // deployment.role

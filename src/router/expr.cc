@@ -133,7 +133,7 @@ void resolve_var(std::string_view var, ExprLeaf* leaf) {
     std::string_view name;
     VarKind kind;
   };
-  static constexpr std::array<Fixed, 10> kFixed = {{
+  static constexpr std::array<Fixed, 20> kFixed = {{
       {"uri", VarKind::kUri},
       {"request_uri", VarKind::kRequestUri},
       {"args", VarKind::kArgs},
@@ -144,6 +144,16 @@ void resolve_var(std::string_view var, ExprLeaf* leaf) {
       {"server_port", VarKind::kServerPort},
       {"status", VarKind::kStatus},
       {"upstream_status", VarKind::kUpstreamStatus},
+      {"scheme", VarKind::kScheme},
+      {"https", VarKind::kHttps},
+      {"ssl_server_name", VarKind::kSslServerName},
+      {"ssl_protocol", VarKind::kSslProtocol},
+      {"ssl_cipher", VarKind::kSslCipher},
+      {"ssl_session_reused", VarKind::kSslSessionReused},
+      {"ssl_client_verify", VarKind::kSslClientVerify},
+      {"ssl_client_s_dn", VarKind::kSslClientSDn},
+      {"ssl_client_i_dn", VarKind::kSslClientIDn},
+      {"ssl_client_serial", VarKind::kSslClientSerial},
   }};
   for (const Fixed& f : kFixed) {
     if (f.name == var) {

@@ -25,6 +25,20 @@ struct ResponseView {
   const void* arg = nullptr;
 };
 
+// The TLS session of a request's connection, as nginx's ssl_* variables show it. The views
+// stay valid for the connection's life.
+// Thread: worker
+struct TlsInfo {
+  std::string_view server_name;    // ssl_server_name: the SNI the client sent, or empty
+  std::string_view protocol;       // ssl_protocol: "TLSv1.3"
+  std::string_view cipher;         // ssl_cipher: OpenSSL's name of the suite
+  bool session_reused = false;     // ssl_session_reused: "r" or "."
+  std::string_view client_verify;  // ssl_client_verify: NONE, SUCCESS or FAILED:<reason>
+  std::string_view client_s_dn;    // ssl_client_s_dn: the client certificate's subject (RFC 2253)
+  std::string_view client_i_dn;    // ssl_client_i_dn: its issuer
+  std::string_view client_serial;  // ssl_client_serial: its serial number, hex
+};
+
 // Thread: worker. What a route match looks at besides the request head. remote_addr and
 // remote_ip are the same client address, as text and parsed. `resp` is set only where an
 // expression runs on a response; while routing the response variables are nil.
@@ -34,6 +48,7 @@ struct MatchContext {
   IpAddr remote_ip;
   uint16_t server_port = 0;
   const ResponseView* resp = nullptr;
+  const TlsInfo* tls = nullptr;  // null on a plaintext connection
 };
 
 // nginx's $http_<name> / $sent_http_<name> lookup: whether header `header` is the one a
@@ -85,6 +100,9 @@ class Var {
 // cookie_<name> (first cookie with exactly that name), uri (the normalised path, no query:
 // http/path.h), request_uri (request-target as sent, from the path on), args / query_string
 // (query without '?'), host (no port, lower-case), remote_addr, request_method, server_port.
+// The connection's: scheme (http | https), https ("on" or empty), and on TLS connections
+// ssl_server_name, ssl_protocol, ssl_cipher, ssl_session_reused, ssl_client_verify,
+// ssl_client_s_dn, ssl_client_i_dn, ssl_client_serial (nil on plaintext ones).
 // On a response (MatchContext::resp): status (as the client will get it), upstream_status
 // (nil for the gateway's own answers), sent_http_<name> (a header the client will get),
 // upstream_http_<name> (the upstream's). Any other variable is nil, and so is a request-head

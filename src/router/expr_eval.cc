@@ -134,9 +134,56 @@ string_view request_uri(const http::RequestHead& req) {
   return rest.empty() ? string_view("/") : rest;
 }
 
+// scheme, https and ssl_*: the connection's, readable in every phase.
+bool resolve_tls(const ExprLeaf& leaf, const MatchContext& ctx, string_view* out) {
+  const TlsInfo* t = ctx.tls;
+  if (leaf.var == VarKind::kScheme) {
+    *out = t != nullptr ? "https" : "http";
+    return true;
+  }
+  if (leaf.var == VarKind::kHttps) {
+    *out = t != nullptr ? "on" : "";
+    return true;
+  }
+  if (t == nullptr) {
+    return false;
+  }
+  switch (leaf.var) {
+    case VarKind::kSslServerName:
+      *out = t->server_name;
+      return !out->empty();
+    case VarKind::kSslProtocol:
+      *out = t->protocol;
+      return true;
+    case VarKind::kSslCipher:
+      *out = t->cipher;
+      return true;
+    case VarKind::kSslSessionReused:
+      *out = t->session_reused ? "r" : ".";
+      return true;
+    case VarKind::kSslClientVerify:
+      *out = t->client_verify.empty() ? string_view("NONE") : t->client_verify;
+      return true;
+    case VarKind::kSslClientSDn:
+      *out = t->client_s_dn;
+      return !out->empty();
+    case VarKind::kSslClientIDn:
+      *out = t->client_i_dn;
+      return !out->empty();
+    case VarKind::kSslClientSerial:
+      *out = t->client_serial;
+      return !out->empty();
+    default:
+      return false;
+  }
+}
+
 // The variable's value, or false when it is nil.
 bool resolve(const ExprLeaf& leaf, const MatchContext& ctx, Scratch* scratch, string_view* out) {
-  if (leaf.var >= VarKind::kStatus) [[unlikely]] {
+  if (leaf.var >= VarKind::kScheme) [[unlikely]] {
+    if (leaf.var < VarKind::kStatus) {
+      return resolve_tls(leaf, ctx, out);
+    }
     return resolve_response(leaf, ctx, scratch, out);
   }
   if (ctx.req == nullptr) [[unlikely]] {

@@ -27,6 +27,17 @@ enum class VarKind : uint8_t {
   kRemoteAddr,
   kRequestMethod,
   kServerPort,
+  // The connection's TLS session (MatchContext::tls) and scheme; no request head needed.
+  kScheme,
+  kHttps,
+  kSslServerName,
+  kSslProtocol,
+  kSslCipher,
+  kSslSessionReused,
+  kSslClientVerify,
+  kSslClientSDn,
+  kSslClientIDn,
+  kSslClientSerial,
   // Response variables (MatchContext::resp); every kind from here on reads no request head.
   kStatus,
   kUpstreamStatus,
@@ -36,8 +47,7 @@ enum class VarKind : uint8_t {
 
 // arg_*, http_*, cookie_*, uri, ...: read from MatchContext::req.
 inline bool reads_request_head(VarKind k) {
-  return k != VarKind::kNil && k != VarKind::kRemoteAddr && k != VarKind::kServerPort &&
-         k < VarKind::kStatus;
+  return k != VarKind::kNil && k != VarKind::kRemoteAddr && k < VarKind::kServerPort;
 }
 
 enum class Op : uint8_t { kEq, kNe, kGt, kGe, kLt, kLe, kRegex, kIn, kHas, kIpMatch };

@@ -42,6 +42,7 @@ void Exchange::begin(Downstream& down, const http::RequestHead& req, size_t head
   snap_ = w_.snapshot();
   const router::RouteSpec* spec = nullptr;
   router::MatchContext mctx{&req, client.ip, client.addr, client.local_port};
+  mctx.tls = client.tls;
   if (snap_) {
     spec = snap_->table.match(mctx);
   }

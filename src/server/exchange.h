@@ -47,6 +47,7 @@ struct ClientInfo {
   std::string_view ip;  // the peer, or the address a trusted proxy named
   router::IpAddr addr;
   uint16_t local_port = 0;
+  const router::TlsInfo* tls = nullptr;  // the connection's TLS session; null on plaintext
 };
 
 // Thread: worker

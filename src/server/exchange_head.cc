@@ -126,7 +126,7 @@ void Exchange::add_forwarding_fields(const plugin::RequestEdits* ed) {
     req_fields_.push_back({"X-Forwarded-For", xff_});
   }
   if (ours("x-forwarded-proto")) {
-    req_fields_.push_back({"X-Forwarded-Proto", "http"});
+    req_fields_.push_back({"X-Forwarded-Proto", st_.client.tls != nullptr ? "https" : "http"});
   }
   // An HTTP/1.0 request may come without a Host.
   if (!st_.req->host.empty() && ours("x-forwarded-host")) {

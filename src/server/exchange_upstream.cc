@@ -21,7 +21,8 @@ uint64_t Exchange::balancer_hash() const {
   if (st_.up_conf->type != upstream::BalancerType::kChash) [[likely]] {
     return 0;
   }
-  const router::MatchContext m{st_.req, st_.client.ip, st_.client.addr, st_.client.local_port};
+  router::MatchContext m{st_.req, st_.client.ip, st_.client.addr, st_.client.local_port};
+  m.tls = st_.client.tls;
   return st_.up_conf->hash_key.hash(m, st_.plugins ? pctx_.consumer : std::string_view());
 }
 

@@ -167,7 +167,6 @@ TEST(GatewayEtcd, TrustedCertificate) {
             "/etc/ssl/ca.pem");
   // APISIX 3.x's "system": the system's CAs, which an empty trusted_ca means.
   EXPECT_EQ(parse_ok("apisix: {ssl: {ssl_trusted_certificate: system}}").etcd.tls.trusted_ca, "");
-  // The rest of apisix.ssl (the HTTPS listener) is named, key by key.
   GatewayConfig c = parse_ok(R"(
 apisix:
   ssl:
@@ -185,8 +184,6 @@ deployment:
   EXPECT_THAT(
       c.warnings,
       ElementsAre(
-          "config.yaml: apisix.ssl.enable is not supported yet and is ignored",
-          "config.yaml: apisix.ssl.listen is not supported yet and is ignored",
           "config.yaml: deployment.etcd.startup_retry is not supported yet and is ignored",
           "config.yaml: deployment.etcd.tls.ciphers is not supported yet and is ignored",
           "config.yaml: deployment.etcd.watch_timeout is not supported yet and is ignored"));

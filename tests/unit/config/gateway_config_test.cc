@@ -247,8 +247,6 @@ plugin_attr:
       ElementsAre(
           "config.yaml: apisix.enable_admin is not supported yet and is ignored",
           "config.yaml: apisix.node_listen[0].enable_http2 is not supported yet and is ignored",
-          "config.yaml: apisix.ssl.enable is not supported yet and is ignored",
-          "config.yaml: apisix.ssl.listen is not supported yet and is ignored",
           "config.yaml: nginx_config.error_log is not supported yet and is ignored",
           "config.yaml: nginx_config.http.enable_access_log is not supported yet and is ignored",
           "config.yaml: plugin_attr.log-rotate is not supported yet and is ignored",
@@ -365,9 +363,10 @@ TEST(GatewayConfig, PluginsAndPluginAttrErrors) {
        "increasing"},
       {"plugin_attr: {prometheus: {default_buckets: [0, 5]}}\n",
        "config.yaml: plugin_attr.prometheus.default_buckets: [0]: expected a positive number"},
-      {"plugin_attr: {prometheus: {metrics: {http_status: {extra_labels: [{proto: $scheme}]}}}}\n",
+      {"plugin_attr: {prometheus: {metrics: {http_status: {extra_labels: [{proto: "
+       "$server_addr}]}}}}\n",
        "config.yaml: plugin_attr.prometheus.metrics.http_status.extra_labels: [0].proto: variable "
-       "\"$scheme\" is not supported by Sluice"},
+       "\"$server_addr\" is not supported by Sluice"},
       {"plugin_attr: {prometheus: {metrics: {bandwidth: {extra_labels: [{up: "
        "$upstream_status}]}}}}\n",
        "config.yaml: plugin_attr.prometheus.metrics.bandwidth.extra_labels: [0].up: variable "

@@ -27,12 +27,12 @@ TEST(PrometheusAttr, BucketChecks) {
 }
 
 TEST(PrometheusAttr, VariablesSluiceCannotReadAreRefusedByName) {
-  for (const char* ok :
-       {"$uri", "$host", "$arg_v", "$http_x_tenant", "$cookie_c", "$status", "$route_name",
-        "$service_id", "$consumer_name", "$remote_addr", "$request_method", "$server_port"}) {
+  for (const char* ok : {"$uri", "$host", "$arg_v", "$http_x_tenant", "$cookie_c", "$status",
+                         "$route_name", "$service_id", "$consumer_name", "$remote_addr",
+                         "$request_method", "$server_port", "$scheme", "$ssl_server_name"}) {
     EXPECT_TRUE(LabelVar::parse(ok).is_ok()) << ok;
   }
-  for (const char* bad : {"$scheme", "$upstream_status", "$sent_http_x", "$upstream_http_x",
+  for (const char* bad : {"$server_addr", "$upstream_status", "$sent_http_x", "$upstream_http_x",
                           "$request_time", "$no_such_var"}) {
     auto v = LabelVar::parse(bad);
     ASSERT_FALSE(v.is_ok()) << bad;
