@@ -15,6 +15,8 @@ inline void append_uint(std::string& out, uint64_t v) {
 }
 
 // PCRE's \s in ASCII: space, tab, newline, carriage return, form feed, vertical tab.
+inline char ascii_lower(char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c + 32) : c; }
+
 inline bool is_ascii_space(char c) {
   return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v';
 }

@@ -68,6 +68,11 @@ class Builder {
     return common::Status::ok();
   }
 
+  common::Status link_ssls() {
+    snap_->certs = build_cert_index(set_.ssls, &out_.warnings);
+    return common::Status::ok();
+  }
+
   common::Status link_routes() {
     // Older routes win ties: order by create_time, then by position in the set.
     std::vector<const RouteConf*> routes;
@@ -348,7 +353,7 @@ const KindStep kKindSteps[] = {
     {"routes", count_of<&ConfigSet::routes>, &Builder::link_routes},
     {"consumers", count_of<&ConfigSet::consumers>, nullptr},
     {"consumer_groups", count_of<&ConfigSet::consumer_groups>, nullptr},
-    {"ssls", count_of<&ConfigSet::ssls>, nullptr},
+    {"ssls", count_of<&ConfigSet::ssls>, &Builder::link_ssls},
     {"stream_routes", count_of<&ConfigSet::stream_routes>, nullptr},
     {"protos", count_of<&ConfigSet::protos>, nullptr},
     {"plugin_metadata", count_of<&ConfigSet::plugin_metadata>, nullptr},

@@ -44,6 +44,12 @@ common::Status check_route_compiles(const RouteConf& r);
 // `shared` keeps plugin state (limit-count's counters) across builds; null uses a
 // process-wide default. `health` keeps the nodes' health across builds (committed only when
 // the build succeeds); null gives every checked upstream fresh state.
+// The `ssls` objects as the HTTPS listeners serve them (snapshot_ssls.cc). An object that
+// cannot be served (a PEM OpenSSL refuses, an unresolvable reference) is left out with a
+// warning naming it.
+std::shared_ptr<const tls::CertIndex> build_cert_index(const std::vector<SslConf>& ssls,
+                                                       std::vector<std::string>* warnings);
+
 common::StatusOr<BuildResult> build_snapshot(const ConfigSet& set, upstream::DnsCache& dns,
                                              uint64_t version, plugin::Shared* shared = nullptr,
                                              health::Registry* health = nullptr);

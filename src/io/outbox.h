@@ -29,6 +29,16 @@ class Outbox {
     }
   }
   size_t pending_bytes() const;
+  // The bytes not yet written, for a transport that copies them out (TLS encrypts them).
+  int pending_count() const { return n_ - first_; }
+  const iovec& pending_at(int i) const { return iov_[first_ + i]; }
+  // Marks `n` pending bytes as written (they were copied out); empties the box at the end.
+  void consume(size_t n) {
+    advance(n);
+    if (first_ == n_) {
+      n_ = first_ = 0;
+    }
+  }
   // Writes as much as the socket takes. kBlocked means EAGAIN with bytes left. With `ring`,
   // the write is queued on it for `h` (kQueued) and a later flush() takes its result.
   Result flush(int fd, int* err, Ring* ring = nullptr, IoHandler* h = nullptr);

@@ -240,7 +240,15 @@ common::Status Gateway::start_workers() {
   for (const auto& l : conf_.node_listen) {
     limits->listeners.push_back(std::make_unique<server::ConnCounter>(l.max_connections));
   }
+  if (conf_.ssl.enabled) {
+    for (const auto& l : conf_.ssl.listen) {
+      limits->listeners.push_back(std::make_unique<server::ConnCounter>(l.max_connections));
+    }
+  }
   limits->listeners.push_back(std::make_unique<server::ConnCounter>(0));  // the admin port
+  if (common::Status st = make_tls_contexts(); !st) {
+    return st;
+  }
   if (conf_.server_tokens) {
     settings->server_header = fmt::format("Server: sluice/{}\r\n", SLUICE_VERSION);
   }
@@ -272,6 +280,35 @@ common::Status Gateway::start_workers() {
     workers_.push_back(std::move(w));
   }
   SLUICE_LOG(kNotice, "{} worker(s) started", n);
+  return common::Status::ok();
+}
+
+// The HTTPS listeners' context (certificates from `ssls`, chosen by SNI) and the Admin API's
+// (a fixed certificate from files).
+common::Status Gateway::make_tls_contexts() {
+  if (conf_.ssl.enabled) {
+    tls::ServerContext::Options o;
+    o.protocols = conf_.ssl.protocols;
+    o.ciphers = conf_.ssl.ciphers;
+    o.session_tickets = conf_.ssl.session_tickets;
+    o.fallback_sni = conf_.ssl.fallback_sni;
+    auto ctx = tls::ServerContext::create(o);
+    if (!ctx) {
+      return common::Status::error("apisix.ssl: " + ctx.status().message());
+    }
+    https_tls_ = std::move(ctx).value();
+  }
+  if (admin_service_ && conf_.admin.https) {
+    tls::ServerContext::Options o;
+    o.cert_file = conf_.admin.cert;
+    o.key_file = conf_.admin.key;
+    o.client_ca_file = conf_.admin.client_ca;
+    auto ctx = tls::ServerContext::create(o);
+    if (!ctx) {
+      return common::Status::error("deployment.admin.admin_api_mtls: " + ctx.status().message());
+    }
+    admin_tls_ = std::move(ctx).value();
+  }
   return common::Status::ok();
 }
 

@@ -32,6 +32,7 @@
 #include "store/config_index.h"
 #include "store/data_dir.h"
 #include "store/store.h"
+#include "tls/context.h"
 #include "upstream/resolver.h"
 
 namespace sluice::runtime {
@@ -65,6 +66,7 @@ class Gateway {
   common::Status check_admin_safety() const;
   common::Status open_store();
   common::Status start_workers();
+  common::Status make_tls_contexts();
   // gateway_listen.cc: the listening sockets, inherited at an upgrade or bound here after
   // checking that no other process holds the port.
   common::Status prepare_listeners();
@@ -142,6 +144,8 @@ class Gateway {
   int64_t etcd_persisted_ms_ = 0;
   std::unique_ptr<admin::Api> api_;
   std::shared_ptr<AdminService> admin_service_;
+  // Before workers_: their listeners and connections point at these, so they go after them.
+  std::shared_ptr<tls::ServerContext> https_tls_, admin_tls_;
   std::vector<std::unique_ptr<server::Worker>> workers_;
   // The prometheus plugin's cells, one per worker (read by the export server).
   std::unique_ptr<MetricsExport> metrics_export_;

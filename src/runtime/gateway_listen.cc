@@ -25,15 +25,22 @@ struct ListenerSpec {
   const config::ListenAddr* addr;
   const char* what;  // the config.yaml key, for messages
   bool admin;
+  bool tls;
 };
 
+// node_listen, then apisix.ssl.listen, then the Admin API: the order of ConnLimits::listeners.
 std::vector<ListenerSpec> listener_specs(const config::GatewayConfig& conf, bool admin) {
   std::vector<ListenerSpec> specs;
   for (const auto& l : conf.node_listen) {
-    specs.push_back({&l, "apisix.node_listen", false});
+    specs.push_back({&l, "apisix.node_listen", false, false});
+  }
+  if (conf.ssl.enabled) {
+    for (const auto& l : conf.ssl.listen) {
+      specs.push_back({&l, "apisix.ssl.listen", false, true});
+    }
   }
   if (admin) {
-    specs.push_back({&conf.admin.listen, "deployment.admin.admin_listen", true});
+    specs.push_back({&conf.admin.listen, "deployment.admin.admin_listen", true, conf.admin.https});
   }
   return specs;
 }
@@ -74,8 +81,14 @@ void Gateway::announce_ready() const {
   for (const auto& l : conf_.node_listen) {
     log_startup(fmt::format("listening on {} (http)", host_port(l)));
   }
+  if (conf_.ssl.enabled) {
+    for (const auto& l : conf_.ssl.listen) {
+      log_startup(fmt::format("listening on {} (https)", host_port(l)));
+    }
+  }
   if (admin_service_) {
-    log_startup(fmt::format("listening on {} (admin)", host_port(conf_.admin.listen)));
+    log_startup(fmt::format("listening on {} (admin{})", host_port(conf_.admin.listen),
+                            conf_.admin.https ? ", https" : ""));
   }
   if (metrics_export_) {
     log_startup(fmt::format("listening on {} (prometheus)", host_port(conf_.prometheus.addr)));
@@ -150,9 +163,13 @@ common::Status Gateway::add_listeners(server::Worker& w, server::ConnLimits& lim
       }
       fds.push_back(*fd);
     }
+    const tls::ServerContext* tls = nullptr;
+    if (specs[li].tls) {
+      tls = specs[li].admin ? admin_tls_.get() : https_tls_.get();
+    }
     for (int fd : fds) {
       listen_fds_.push_back(fd);
-      w.add_listener(fd, limits.listeners[li].get(), kind);
+      w.add_listener(fd, limits.listeners[li].get(), kind, tls);
     }
   }
   return common::Status::ok();

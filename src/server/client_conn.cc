@@ -12,6 +12,7 @@
 #include <cerrno>
 
 #include "common/log.h"
+#include "common/strings.h"
 #include "server/real_ip.h"
 #include "server/worker.h"
 
@@ -20,10 +21,21 @@ namespace sluice::server {
 H1Message::H1Message(Worker& w)
     : exchange(w, std::make_unique<proxy::H1UpstreamRequest>(w.upstream_env())) {}
 
+namespace {
+
+// A handshake gets this long at most (the head's timeout, when shorter, applies): a client
+// that starts one and stalls holds a connection and its SSL for no longer.
+constexpr uint32_t kHandshakeTimeoutMs = 10000;
+
+const tls::CertIndex* worker_certs(void* w) { return static_cast<Worker*>(w)->certs(); }
+
+}  // namespace
+
 ClientConn::ClientConn(Worker& w, int fd, const io::SockAddr& peer, uint16_t local_port,
-                       ConnCounter* cap, ListenerKind kind)
+                       ConnCounter* cap, ListenerKind kind, const tls::ServerContext* tls)
     : w_(w),
-      transport_(w.loop(), this, fd),
+      sock_(w.loop(), this, fd),
+      transport_(&sock_),
       peer_ip_(peer.ip_text()),
       local_port_(local_port),
       cap_(cap),
@@ -31,10 +43,22 @@ ClientConn::ClientConn(Worker& w, int fd, const io::SockAddr& peer, uint16_t loc
   w_.idle_add(this);
   peer_addr_ = router::ip_from_sockaddr(peer.get());
   arm_timer(w_.settings().header_timeout_ms);
+  if (tls != nullptr) {
+    SSL* ssl = tls->new_ssl(nullptr);
+    if (ssl == nullptr) {
+      SLUICE_LOG(kError, "client {}: cannot start TLS: {}", peer_ip_, tls::last_error());
+      state_ = State::kClosed;  // closed at its first event, never served in plaintext
+      return;
+    }
+    tls_ = std::make_unique<tls::TlsTransport>(sock_, ssl);
+    tls_->set_cert_source(&worker_certs, &w_);
+    transport_ = tls_.get();
+    arm_timer(std::min(w_.settings().header_timeout_ms, kHandshakeTimeoutMs));
+  }
 }
 
 ClientConn::~ClientConn() {
-  transport_.cancel_read();  // before in_ goes back to the worker
+  transport_->cancel_read();  // before in_ goes back to the worker
   forget_admin();
   if (Exchange* ex = exchange()) {
     ex->abort();
@@ -48,7 +72,7 @@ ClientConn::~ClientConn() {
 }
 
 void ClientConn::on_io(uint32_t events) {
-  transport_.on_events(events);
+  transport_->on_events(events);
   if ((events & (EPOLLHUP | EPOLLERR)) && state_ != State::kLinger) {
     // The client is gone (reset or both halves closed): nothing more can reach it.
     close_now();
@@ -58,7 +82,7 @@ void ClientConn::on_io(uint32_t events) {
 
 void ClientConn::on_drain() {
   keep_alive_ = false;
-  if (state_ == State::kReadHead && in_.empty() && !transport_.read_pending()) {
+  if (state_ == State::kReadHead && in_.empty() && !transport_->read_pending()) {
     // One read first: a request already in the socket (a client that sent it just as the
     // drain began) is served, with Connection: close; a connection with nothing closes.
     drive();
@@ -104,12 +128,12 @@ ClientConn::Step ClientConn::step() {
 ClientConn::Step ClientConn::read_client(bool* eof) {
   *eof = false;
   if (in_.capacity() == 0) {
-    if (!transport_.readable() || transport_.read_pending()) {
+    if (!transport_->readable() || transport_->read_pending()) {
       return Step::kWait;  // an idle connection holds no buffer until bytes may come
     }
     w_.take_buffer(&in_);
   }
-  switch (transport_.read(in_, w_.settings().max_read_buffer)) {
+  switch (transport_->read(in_, w_.settings().max_read_buffer)) {
     case io::Transport::Read::kData:
       return Step::kProgress;
     case io::Transport::Read::kWait:
@@ -141,13 +165,17 @@ ClientConn::Step ClientConn::read_head() {
     }
   }
   if (client_eof_) {
+    if (tls_ && !tls_->error().empty()) {
+      SLUICE_LOG(kInfo, "client {}: TLS {}: {}", peer_ip_,
+                 tls_->handshake_done() ? "connection failed" : "handshake failed", tls_->error());
+    }
     close_now();
     return Step::kProgress;
   }
   bool was_empty = in_.empty();
   bool eof = false;
   Step s = read_client(&eof);
-  if (s == Step::kWait && in_.empty() && !transport_.read_pending()) {
+  if (s == Step::kWait && in_.empty() && !transport_->read_pending()) {
     if (w_.draining()) {
       close_now();  // the read a drain let finish brought nothing
       return Step::kProgress;
@@ -193,13 +221,50 @@ void ClientConn::start_request() {
     start_admin();
     return;
   }
+  if (tls_ && tls_->cert() && tls_->cert()->verifies_clients() && !tls_client_ok()) [[unlikely]] {
+    keep_alive_ = false;
+    local_reply(400, {}, true);
+    return;
+  }
   start_exchange();
+}
+
+bool ClientConn::tls_client_ok() {
+  const tls::CertEntry& e = *tls_->cert();
+  const http::TlsInfo& t = tls_->info();
+  if (t.client_verify != "SUCCESS") {
+    if (e.verify_per_request() && e.skips_mtls(msg_->req.path)) {
+      return true;
+    }
+    if (t.client_verify == "NONE") {
+      SLUICE_LOG(kError, "client {}: client certificate was not present", peer_ip_);
+    } else {
+      SLUICE_LOG(kError, "client {}: client certificate verification is not passed: {}", peer_ip_,
+                 t.client_verify);
+    }
+    return false;
+  }
+  // APISIX refuses a Host other than the SNI the certificate was verified for: a `*.x`
+  // object would otherwise let a client verified for a.x reach b.x.
+  std::string_view host = msg_->req.host;
+  if (size_t colon = host.rfind(':'); colon != std::string_view::npos && !host.starts_with('[')) {
+    host = host.substr(0, colon);  // the port
+  }
+  if (!host.empty() && host.size() == t.server_name.size() &&
+      std::equal(host.begin(), host.end(), t.server_name.begin(),
+                 [](char a, char b) { return common::ascii_lower(a) == common::ascii_lower(b); })) {
+    return true;
+  }
+  SLUICE_LOG(kError, "client {}: client certificate verified with SNI {}, but the host is {}",
+             peer_ip_, t.server_name, host);
+  return false;
 }
 
 void ClientConn::start_exchange() {
   state_ = State::kExchange;
   io::TimerQueue::cancel(timer_);  // the exchange times its own phases
-  msg_->exchange.begin(*this, msg_->req, head_len_, {client_ip_, client_addr_, local_port_});
+  const http::TlsInfo* tls = tls_ ? &tls_->info() : nullptr;
+  msg_->exchange.begin(*this, msg_->req, head_len_, {client_ip_, client_addr_, local_port_, tls});
 }
 
 ClientConn::Step ClientConn::run_exchange() {
@@ -228,8 +293,8 @@ ClientConn::Step ClientConn::end_response() {
   }
   // Rejected input: close our side, then read and drop what the client still sends so its
   // kernel does not reset the connection before it has read our answer.
-  transport_.shutdown_write();
-  transport_.cancel_read();  // what it read is dropped like the rest; an EOF is read again
+  transport_->shutdown_write();
+  transport_->cancel_read();  // what it read is dropped like the rest; an EOF is read again
   in_.clear();
   state_ = State::kLinger;
   arm_timer(w_.settings().linger_ms);
@@ -237,11 +302,11 @@ ClientConn::Step ClientConn::end_response() {
 }
 
 ClientConn::Step ClientConn::flush_out() {
-  if (!transport_.writable()) {
+  if (!transport_->writable()) {
     return Step::kWait;
   }
   int err = 0;
-  switch (transport_.write(out_, &err)) {
+  switch (transport_->write(out_, &err)) {
     case io::Outbox::Result::kQueued:
       return Step::kWait;
     case io::Outbox::Result::kBlocked:
@@ -288,7 +353,7 @@ void ClientConn::next_request() {
   admin_.reset();  // an admin answer's body was sent from it
   req_body_ = http::BodyKind::kNone;
   req_body_done_ = true;
-  if (w_.draining() && in_.empty() && !transport_.read_pending()) {
+  if (w_.draining() && in_.empty() && !transport_->read_pending()) {
     close_now();
     return;
   }
@@ -302,7 +367,10 @@ void ClientConn::next_request() {
 
 void ClientConn::go_idle() {
   w_.give_message(std::move(msg_));
-  if (!transport_.read_pending()) {  // a queued read still writes into in_
+  if (tls_) {
+    tls_->release_buffers();
+  }
+  if (!transport_->read_pending()) {  // a queued read still writes into in_
     w_.give_buffer(&in_);
   }
   w_.idle_add(this);
@@ -340,7 +408,7 @@ void ClientConn::close_now() {
     w_.refresh_reading();
   }
   io::TimerQueue::cancel(timer_);
-  transport_.cancel_read();
+  transport_->cancel_read();
   out_.cancel();
   state_ = State::kClosed;
 }

@@ -24,6 +24,7 @@
 #include "server/downstream.h"
 #include "server/exchange.h"
 #include "server/listener.h"
+#include "tls/transport.h"
 
 namespace sluice::server {
 
@@ -58,15 +59,16 @@ struct H1Message {
 // Thread: worker
 class ClientConn final : public io::IoHandler, public Downstream {
  public:
+  // `tls`: the connection speaks TLS (the listener's context); null: plaintext.
   ClientConn(Worker& w, int fd, const io::SockAddr& peer, uint16_t local_port, ConnCounter* cap,
-             ListenerKind kind = ListenerKind::kProxy);
+             ListenerKind kind = ListenerKind::kProxy, const tls::ServerContext* tls = nullptr);
   ~ClientConn() override;
 
   void on_io(uint32_t events) override;
   // Called when the worker starts draining: idle connections close now, busy ones after
   // their current response.
   void on_drain();
-  int fd() const { return transport_.fd(); }
+  int fd() const { return sock_.fd(); }
   ConnCounter* cap() const { return cap_; }
   // Links of the worker's idle list (Worker::idle_add / idle_remove).
   ClientConn* idle_prev = nullptr;
@@ -75,7 +77,7 @@ class ClientConn final : public io::IoHandler, public Downstream {
   // Closes an idle connection to make room for a new one.
   void evict();
   // A read is queued on the ring, or made and not yet looked at: a request may be arriving.
-  bool read_pending() const { return transport_.read_pending(); }
+  bool read_pending() const { return transport_->read_pending(); }
   // The control thread's answer to the submitted admin request (Worker::on_admin_reply).
   void on_admin_reply(AdminResponse resp);
 
@@ -139,9 +141,15 @@ class ClientConn final : public io::IoHandler, public Downstream {
   void handle_timeout();
   void close_now();
   Exchange* exchange() { return msg_ ? &msg_->exchange : nullptr; }
+  // On a TLS connection with client verification: false (the request is answered 400) when
+  // this request needs a verified certificate it lacks (APISIX's verify_https_client).
+  bool tls_client_ok();
 
   Worker& w_;
-  io::SocketTransport transport_;  // the client's socket
+  io::SocketTransport sock_;  // the client's socket
+  // TLS over sock_ on an HTTPS listener; null on a plaintext one.
+  std::unique_ptr<tls::TlsTransport> tls_;
+  io::Transport* transport_;  // tls_ or sock_: what the codec reads and writes
   std::string peer_ip_;
   router::IpAddr peer_addr_;
   // This request's client: the peer, or the address a trusted proxy named (real_ip.h).

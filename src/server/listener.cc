@@ -12,8 +12,9 @@
 
 namespace sluice::server {
 
-Listener::Listener(Worker& w, int fd, ConnCounter* cap, ListenerKind kind)
-    : w_(w), fd_(fd), port_(0), cap_(cap), kind_(kind) {
+Listener::Listener(Worker& w, int fd, ConnCounter* cap, ListenerKind kind,
+                   const tls::ServerContext* tls)
+    : w_(w), fd_(fd), port_(0), cap_(cap), kind_(kind), tls_(tls) {
   io::SockAddr local;
   local.len = sizeof(local.storage);
   if (getsockname(fd, reinterpret_cast<sockaddr*>(&local.storage), &local.len) == 0) {
@@ -39,7 +40,7 @@ void Listener::on_io(uint32_t events) {
       return;
     }
     io::set_nodelay(fd);
-    w_.accept_client(fd, peer, port_, cap_, kind_);
+    w_.accept_client(fd, peer, port_, cap_, kind_, tls_);
   }
 }
 

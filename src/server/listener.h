@@ -5,6 +5,7 @@
 
 #include "io/event_loop.h"
 #include "server/conn_limits.h"
+#include "tls/context.h"
 
 namespace sluice::server {
 
@@ -17,7 +18,9 @@ enum class ListenerKind : uint8_t { kProxy, kAdmin };
 // Thread: worker
 class Listener : public io::IoHandler {
  public:
-  Listener(Worker& w, int fd, ConnCounter* cap, ListenerKind kind);
+  // `tls`: the listener speaks TLS with that context (owned by the gateway); null: plaintext.
+  Listener(Worker& w, int fd, ConnCounter* cap, ListenerKind kind,
+           const tls::ServerContext* tls = nullptr);
   ~Listener() override;
   void on_io(uint32_t events) override;
   int fd() const { return fd_; }
@@ -28,6 +31,7 @@ class Listener : public io::IoHandler {
   uint16_t port_;
   ConnCounter* cap_;
   ListenerKind kind_;
+  const tls::ServerContext* tls_;
 };
 
 }  // namespace sluice::server

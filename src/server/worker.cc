@@ -28,13 +28,14 @@ Worker::~Worker() {
   loop_.bury();
 }
 
-void Worker::add_listener(int fd, ConnCounter* cap, ListenerKind kind) {
+void Worker::add_listener(int fd, ConnCounter* cap, ListenerKind kind,
+                          const tls::ServerContext* tls) {
   if (kind == ListenerKind::kAdmin && !settings_->admin) {
     SLUICE_LOG(kError, "worker {}: admin listener without an Admin API handler; closed", id_);
     ::close(fd);
     return;
   }
-  listeners_.push_back(std::make_unique<Listener>(*this, fd, cap, kind));
+  listeners_.push_back(std::make_unique<Listener>(*this, fd, cap, kind, tls));
   loop_.add(fd, listeners_.back().get(), EPOLLIN | EPOLLET);
 }
 
@@ -132,7 +133,7 @@ upstream::Balancer& Worker::balancer(const upstream::Upstream& up) {
 }
 
 void Worker::accept_client(int fd, const io::SockAddr& peer, uint16_t local_port, ConnCounter* cap,
-                           ListenerKind kind) {
+                           ListenerKind kind, const tls::ServerContext* tls) {
   if (draining_) {
     ::close(fd);
     return;
@@ -150,7 +151,7 @@ void Worker::accept_client(int fd, const io::SockAddr& peer, uint16_t local_port
   ConnStats::inc(stats_.accepted);
   ConnStats::inc(stats_.handled);
   ConnStats::inc(stats_.active);
-  auto conn = std::make_unique<ClientConn>(*this, fd, peer, local_port, cap, kind);
+  auto conn = std::make_unique<ClientConn>(*this, fd, peer, local_port, cap, kind, tls);
   ClientConn* raw = conn.get();
   clients_.emplace(raw, std::move(conn));
   loop_.add(fd, raw);

@@ -41,7 +41,8 @@ class Worker final : public plugin::Host {
 
   // Adopts a listening socket (before run()); `cap` counts its connections across workers.
   // An admin listener needs Settings::admin; without it the socket is closed and refused.
-  void add_listener(int fd, ConnCounter* cap, ListenerKind kind = ListenerKind::kProxy);
+  void add_listener(int fd, ConnCounter* cap, ListenerKind kind = ListenerKind::kProxy,
+                    const tls::ServerContext* tls = nullptr);
   // Runs the loop until drained or stopped.
   void run();
 
@@ -66,7 +67,9 @@ class Worker final : public plugin::Host {
   proxy::Pool& pool() { return pool_; }
   bool draining() const { return draining_; }
   void accept_client(int fd, const io::SockAddr& peer, uint16_t local_port, ConnCounter* cap,
-                     ListenerKind kind);
+                     ListenerKind kind, const tls::ServerContext* tls = nullptr);
+  // The certificates of the snapshot served now (a TLS handshake's ClientHello), or null.
+  const tls::CertIndex* certs() const { return snapshot_ ? snapshot_->certs.get() : nullptr; }
   // Connections waiting for an Admin API answer, by an id unique within this worker, so an
   // answer that arrives after its connection died finds nothing and is dropped.
   uint64_t admin_wait(ClientConn* c);

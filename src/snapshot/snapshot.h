@@ -10,6 +10,7 @@
 
 #include "plugin/chain.h"
 #include "router/route_table.h"
+#include "tls/cert_index.h"
 #include "upstream/upstream.h"
 
 namespace sluice::snapshot {
@@ -47,6 +48,8 @@ struct Snapshot {
   std::vector<std::unique_ptr<upstream::Upstream>> upstreams;
   // Every global rule's plugins, run for every request, matched or not; null when none.
   std::shared_ptr<const plugin::Chain> global;
+  // The `ssls` objects: server certificates by SNI, client ones by id. Never null once built.
+  std::shared_ptr<const tls::CertIndex> certs;
 };
 
 using SnapshotPtr = std::shared_ptr<const Snapshot>;

@@ -156,6 +156,8 @@ void ConfigIndex::erase(const std::string& key, std::string_view kind) {
     erase_key(set_.global_rules, global_rules_, key);
   } else if (kind == "plugin_configs") {
     erase_key(set_.plugin_configs, plugin_configs_, key);
+  } else if (kind == "ssls") {
+    erase_key(set_.ssls, ssls_, key);
   }
   set_refs(key, {});
 }
@@ -185,6 +187,8 @@ Status ConfigIndex::apply(const Change& c) {
     st = absorb(config::decode_global_rule(v), key, set_.global_rules, global_rules_);
   } else if (parts.kind == "plugin_configs") {
     st = absorb(config::decode_plugin_config(v), key, set_.plugin_configs, plugin_configs_);
+  } else if (parts.kind == "ssls") {
+    st = absorb(config::decode_ssl(v), key, set_.ssls, ssls_);
   }
   if (st) {
     set_refs(key, refs_of(parts.kind, v));

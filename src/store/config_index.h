@@ -54,7 +54,7 @@ class ConfigIndex {
 
   std::string prefix_;
   config::ConfigSet set_;
-  Positions routes_, services_, upstreams_, global_rules_, plugin_configs_;
+  Positions routes_, services_, upstreams_, global_rules_, plugin_configs_, ssls_;
   std::map<std::string, std::vector<std::string>> refs_;    // key -> keys it references
   std::map<std::string, std::set<std::string>> referrers_;  // key -> keys referencing it
 };

@@ -608,6 +608,7 @@ class Gateway:
         self.env = dict(os.environ)
         self.env.update(env or {})
         self.probe = probe
+        self.https_port = free_port()
         self.dead_port = free_port()  # the probe route's upstream: nothing listens there
         # The prometheus export server's port: a free one, so gateways run side by side.
         self.prometheus_port = free_port()
@@ -655,6 +656,8 @@ class Gateway:
             "apisix": {
                 "node_listen": self.listen,
                 "graceful_shutdown_timeout": self.graceful_shutdown_timeout,
+                # The HTTPS listener is on by default (APISIX's 9443): a free port instead.
+                "ssl": {"listen": [{"ip": "127.0.0.1", "port": self.https_port}]},
             },
             "nginx_config": {
                 "worker_processes": self.workers,

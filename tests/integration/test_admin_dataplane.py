@@ -256,7 +256,7 @@ def test_article_commands_verbatim(make_gateway, tmp_path):
                 if time.monotonic() > deadline:
                     pytest.skip("another run held %s for 2 minutes" % LOCK)
                 time.sleep(0.2)
-        for port, what in ((9080, "proxy"), (9180, "admin"), (1980, "upstream")):
+        for port, what in ((9080, "proxy"), (9180, "admin"), (9443, "https"), (1980, "upstream")):
             if not _port_free(port):
                 pytest.skip("port %d (the article's %s port) is held by another process"
                             % (port, what))

@@ -46,8 +46,8 @@ TEST(SnapshotBuilderTest, ConfigKindsSayWhatIsServed) {
     (k.served ? served : kept).emplace_back(k.name);
   }
   EXPECT_THAT(served, ::testing::ElementsAre("upstreams", "services", "plugin_configs",
-                                             "global_rules", "routes"));
-  EXPECT_THAT(kept, ::testing::ElementsAre("consumers", "consumer_groups", "ssls", "stream_routes",
+                                             "global_rules", "routes", "ssls"));
+  EXPECT_THAT(kept, ::testing::ElementsAre("consumers", "consumer_groups", "stream_routes",
                                            "protos", "plugin_metadata", "secrets"));
   ConfigSet set;
   set.global_rules.emplace_back();

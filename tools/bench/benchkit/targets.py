@@ -162,6 +162,8 @@ SLUICE_CONFIG = """\
 apisix:
   node_listen:
     - {port}
+  ssl:
+    enable: false
 nginx_config:
   worker_processes: {workers}
   error_log_level: warn

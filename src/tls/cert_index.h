@@ -1,0 +1,104 @@
+#pragma once
+// Server certificates by SNI, as APISIX's radixtree_sni matches them: an exact name first, then
+// the deepest `*.suffix` wildcard (which covers exactly one more label), then `*` for any name.
+// A lookup costs a few hash probes, one per label of the name: O(length of the name), whatever
+// the number of certificates.
+
+#include <openssl/ssl.h>
+#include <openssl/x509.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "common/status.h"
+
+typedef struct pcre2_real_code_8 pcre2_code_8;
+
+namespace sluice::tls {
+
+// What one `ssls` object is made of, as text (the config room's SslConf, decrypted).
+// Thread: any (value type)
+struct CertSource {
+  std::string id;
+  std::vector<std::pair<std::string, std::string>> pairs;  // (cert PEM, key PEM), first = cert/key
+  std::string client_ca;                                   // PEM; empty: no client certificates
+  int client_depth = 1;
+  std::vector<std::string> skip_mtls_uri_regex;
+  std::vector<std::string> protocols;  // TLSv1.1 | TLSv1.2 | TLSv1.3; empty: the listener's
+};
+
+// One `ssls` object, parsed once and shared by every handshake that picks it.
+// Thread: any (immutable after load)
+class CertEntry {
+ public:
+  struct Pair {
+    X509* cert = nullptr;
+    STACK_OF(X509) * chain = nullptr;  // the PEM's further certificates; may be null
+    EVP_PKEY* key = nullptr;
+  };
+
+  ~CertEntry();
+  CertEntry() = default;
+  CertEntry(const CertEntry&) = delete;
+  CertEntry& operator=(const CertEntry&) = delete;
+
+  // Errors read as APISIX's ("failed to parse cert: ..."), prefixed with the object's id.
+  static common::StatusOr<std::shared_ptr<const CertEntry>> load(const CertSource& src);
+
+  // Installs this object's certificates and client verification on a handshake in progress
+  // (the ClientHello callback). False when OpenSSL refuses one.
+  bool apply(SSL* ssl) const;
+  // Whether `path` (the request's normalised path) is exempt from the client certificate.
+  bool skips_mtls(std::string_view path) const;
+
+  const std::string& id() const { return id_; }
+  const std::vector<Pair>& pairs() const { return pairs_; }
+  bool verifies_clients() const { return client_store_ != nullptr; }
+  // Client certificates are checked per request (skip_mtls_uri_regex), not in the handshake.
+  bool verify_per_request() const { return !skip_.empty(); }
+
+ private:
+  std::string id_;
+  std::vector<Pair> pairs_;
+  X509_STORE* client_store_ = nullptr;
+  STACK_OF(X509_NAME) * client_names_ = nullptr;  // the CA names sent in CertificateRequest
+  int depth_ = 1;
+  std::vector<pcre2_code_8*> skip_;
+  int min_version_ = 0, max_version_ = 0;  // 0: the listener's
+};
+
+using CertEntryPtr = std::shared_ptr<const CertEntry>;
+
+// Thread: any (immutable after the builder's add calls)
+class CertIndex {
+ public:
+  // `sni` as stored by APISIX: lower case, no trailing dot; "*.x.y" and "*" are wildcards.
+  // The first object to claim a name keeps it.
+  void add(std::string_view sni, const CertEntryPtr& e);
+  // `type: client` objects, for upstreams' tls.client_cert_id.
+  void add_by_id(const std::string& id, const CertEntryPtr& e) { by_id_.emplace(id, e); }
+
+  // The object serving `sni` (any case, a trailing dot ignored), or null.
+  const CertEntryPtr* find(std::string_view sni) const;
+  const CertEntryPtr* find_id(const std::string& id) const;
+  size_t size() const { return exact_.size() + wild_.size() + (any_ ? 1 : 0); }
+
+ private:
+  std::unordered_map<std::string, CertEntryPtr> exact_;
+  std::unordered_map<std::string, CertEntryPtr> wild_;  // "*.x.y" stored as "x.y"
+  CertEntryPtr any_;                                    // "*"
+  std::unordered_map<std::string, CertEntryPtr> by_id_;
+};
+
+// Keeps parsed objects across snapshot builds, so a route change does not parse every
+// certificate again: an object is parsed again only when its text changed.
+// Thread: control (one builder at a time; a mutex guards tests that build concurrently)
+CertEntryPtr cached_cert_entry(const CertSource& src, common::Status* err);
+// Forgets the objects no build used since the previous call.
+void sweep_cert_cache();
+
+}  // namespace sluice::tls
