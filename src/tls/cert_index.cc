@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 #include <openssl/err.h>
 #include <openssl/pem.h>
+#include <openssl/sha.h>
 #include <pcre2.h>
 
 #include <functional>
@@ -95,6 +96,8 @@ CertEntry::~CertEntry() {
 StatusOr<std::shared_ptr<const CertEntry>> CertEntry::load(const CertSource& src) {
   auto e = std::make_shared<CertEntry>();
   e->id_ = src.id;
+  static_assert(SSL_MAX_SID_CTX_LENGTH == SHA256_DIGEST_LENGTH);
+  SHA256(reinterpret_cast<const unsigned char*>(src.id.data()), src.id.size(), e->sid_ctx_);
   auto fail = [&src](const std::string& why) {
     return Status::error(fmt::format("ssl {}: {}", src.id, why));
   };
@@ -160,6 +163,7 @@ StatusOr<std::shared_ptr<const CertEntry>> CertEntry::load(const CertSource& src
 }
 
 bool CertEntry::apply(SSL* ssl) const {
+  SSL_set_session_id_context(ssl, sid_ctx_, sizeof(sid_ctx_));
   for (const Pair& p : pairs_) {
     // One pair per key type: OpenSSL keeps an RSA and an ECDSA pair side by side and picks by
     // what the client's signature algorithms allow.

@@ -69,6 +69,9 @@ class CertEntry {
   int depth_ = 1;
   std::vector<pcre2_code_8*> skip_;
   int min_version_ = 0, max_version_ = 0;  // 0: the listener's
+  // Sessions resume only under the object that made them: a session verified against one
+  // object's client CA must not pass for another's.
+  unsigned char sid_ctx_[SSL_MAX_SID_CTX_LENGTH];
 };
 
 using CertEntryPtr = std::shared_ptr<const CertEntry>;
