@@ -14,6 +14,7 @@
 #include "admin/api_internal.h"
 #include "common/log.h"
 #include "config/plugin_registry.h"
+#include "config/secret_fields.h"
 
 namespace sluice::admin {
 
@@ -150,8 +151,14 @@ bool has_references(const Json& value,
   return true;
 }
 
-Json entry_json(const store::Entry& e) {
+// A stored entry as the Admin API shows it. Secrets held in clear are left out (stored before
+// encryption was on, by a node without a keyring, or with `keyring: ~`); sealed ones are shown
+// as stored, as APISIX shows them.
+Json entry_json(const Kind& k, const store::Entry& e) {
   Json value = Json::parse(e.value, nullptr, false);
+  if (value.is_object()) {
+    config::omit_clear_secrets(k.name, &value);
+  }
   return Json{{"key", e.key},
               {"value", value.is_discarded() ? Json() : std::move(value)},
               {"createdIndex", e.create_revision},
@@ -333,7 +340,13 @@ AdminResponse Api::get_one(const Call& c) {
   if (!*e) {
     return key_not_found();
   }
-  return json_reply(200, entry_json(**e));
+  Json item = entry_json(*c.kind, **e);
+  if (c.kind->name == "ssls" && item["value"].is_object()) {
+    // "not return private key for security": APISIX's admin/resource.lua drops `key` from
+    // GET one (not from lists, nor `keys`), sealed or not.
+    item["value"].erase("key");
+  }
+  return json_reply(200, item);
 }
 
 AdminResponse Api::get_list(const Call& c) {
@@ -359,7 +372,7 @@ AdminResponse Api::get_list(const Call& c) {
   }
   Json list = Json::array();
   for (const auto& e : *entries) {
-    Json item = entry_json(e);
+    Json item = entry_json(*c.kind, e);
     const Json& v = item["value"];
     if (!v.is_object()) {
       continue;

@@ -6,7 +6,9 @@
 #include "admin/api.h"
 #include "admin/api_internal.h"
 #include "admin/json_patch.h"
+#include "common/log.h"
 #include "config/field_decoder.h"
+#include "config/secret_fields.h"
 #include "config/snapshot_builder.h"
 #include "config/validate.h"
 
@@ -186,6 +188,13 @@ AdminResponse Api::write(const Call& c, const std::string& id, Json obj, bool cr
   if (!st) {
     return error_reply(400, st.message());
   }
+  // Sealed once valid, as APISIX encrypts after check_conf: what is stored, and answered, is
+  // the ciphertext. A value sealed already (a GET body sent back) is not sealed again.
+  st = config::seal_secrets(k.name, &obj);
+  if (!st) {
+    SLUICE_LOG(kError, "admin: {} {}: encrypting: {}", k.singular, id, st.message());
+    return error_reply(500, "failed to encrypt the private key; see the gateway's log");
+  }
   int64_t now = now_();
   obj["create_time"] = create_time != 0 ? create_time : now;
   obj["update_time"] = now;
@@ -200,6 +209,7 @@ AdminResponse Api::write(const Call& c, const std::string& id, Json obj, bool cr
   if (after_write_) {
     after_write_();
   }
+  config::omit_clear_secrets(k.name, &obj);  // with `keyring: ~`: never answered in clear
   return json_reply(created ? 201 : 200, Json{{"key", key}, {"value", std::move(obj)}});
 }
 

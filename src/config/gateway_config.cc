@@ -134,6 +134,7 @@ class Reader {
           }},
          {"max_connections",
           [this](auto& x, auto& p) { return assign(p, &cfg.max_connections, connection_cap(x)); }},
+         {"data_encryption", [this](auto& x, auto& p) { return apisix_data_encryption(x, p); }},
          {"ssl", [this](auto& x, auto& p) { return apisix_ssl(x, p); }}});
   }
 
@@ -161,6 +162,59 @@ class Reader {
             cfg.etcd.tls.trusted_ca = cfg.ssl.trusted_ca;
             return st;
           }}});
+  }
+
+  // apisix.data_encryption: the keyring that seals secrets at rest. `keyring: ~` turns sealing
+  // off (APISIX: "If not set, APISIX saves the original data into etcd"); a null
+  // `data_encryption` keeps the defaults, like every other null section here.
+  Status apisix_data_encryption(const Json& v, const std::string& path) {
+    DataEncryptionConfig& d = cfg.data_encryption;
+    if (v.is_object() && v.contains("keyring") && v["keyring"].is_null()) {
+      d.keyring.clear();
+    }
+    return walk(
+        v, path,
+        {{"enable_encrypt_fields",
+          [&d](auto& x, auto& p) { return assign(p, &d.enable_encrypt_fields, yaml_bool(x)); }},
+         {"keyring", [&d](auto& x, auto& p) { return keyring_keys(x, p, &d.keyring); }}});
+  }
+
+  // One key or a list of at least one, each exactly 16 bytes: APISIX's cli/schema.lua refuses
+  // anything else at start. A key's text is never echoed: it is a secret.
+  static Status keyring_keys(const Json& v, const std::string& path,
+                             std::vector<std::string>* out) {
+    auto key = [](const Json& k, const std::string& at) -> Status {
+      if (!k.is_string()) {
+        return error_at(at, "expected a 16-character string (an AES-128 key), got " +
+                                std::string(json_type_name(k)));
+      }
+      size_t n = k.get_ref<const std::string&>().size();
+      return n == kKeyringKeySize
+                 ? Status::ok()
+                 : error_at(at, fmt::format("expected exactly 16 characters (an AES-128 key), got "
+                                            "{}",
+                                            n));
+    };
+    if (v.is_string()) {
+      *out = {v.get<std::string>()};
+      return key(v, path);
+    }
+    if (!v.is_array() || v.empty()) {
+      return error_at(
+          path,
+          "expected a list of 16-character keys, the first one encrypting (`keyring: ~` "
+          "stores secrets unencrypted), got " +
+              std::string(v.is_array() ? "an empty list" : json_type_name(v)));
+    }
+    out->clear();
+    for (size_t i = 0; i < v.size(); ++i) {
+      Status s = key(v[i], fmt::format("{}[{}]", path, i));
+      if (!s.is_ok()) {
+        return s;
+      }
+      out->push_back(v[i].get<std::string>());
+    }
+    return Status::ok();
   }
 
   // "TLSv1.2 TLSv1.3": nginx's ssl_protocols, space-separated.

@@ -9,6 +9,7 @@
 
 #include "common/log.h"
 #include "common/status.h"
+#include "config/data_encryption.h"
 
 namespace sluice::config {
 
@@ -110,6 +111,7 @@ struct SslListenerConfig {
 struct GatewayConfig {
   std::vector<ListenAddr> node_listen = {{"0.0.0.0", 9080}};  // apisix.node_listen
   SslListenerConfig ssl;                                      // apisix.ssl
+  DataEncryptionConfig data_encryption;                       // apisix.data_encryption
   int worker_processes = 0;  // nginx_config.worker_processes; 0 = auto (one per CPU)
   common::LogLevel error_log_level = common::LogLevel::kWarn;  // nginx_config.error_log_level
   std::string role = "traditional";                            // deployment.role

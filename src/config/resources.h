@@ -163,7 +163,9 @@ struct SslClientConf {
 struct SslConf {
   std::string id;
   SslType type = SslType::kServer;
-  std::string cert, key;                 // PEM, or a $secret:// / $env:// reference
+  // PEM, or a $secret:// / $env:// reference. Keys sealed at rest (apisix.data_encryption) are
+  // decrypted by decode_ssl: `key` and `keys` hold PEM text, never the stored ciphertext.
+  std::string cert, key;
   std::vector<std::string> certs, keys;  // further pairs, same length
   std::vector<std::string> snis;         // `sni` folds into this; empty for a client cert
   std::map<std::string, std::string> labels;

@@ -8,6 +8,7 @@
 #include "config/field_decoder.h"
 #include "config/pem_check.h"
 #include "config/resources.h"
+#include "config/secret_fields.h"
 
 namespace sluice::config {
 
@@ -17,9 +18,7 @@ using common::StatusOr;
 namespace {
 
 // `$secret://...` and `$env://...` stand for a PEM fetched when the certificate is loaded.
-bool is_reference(std::string_view s) {
-  return s.starts_with("$secret://") || s.starts_with("$env://");
-}
+bool is_reference(std::string_view s) { return is_secret_reference(s); }
 
 // A PEM (128 bytes to 64 KiB) or a reference.
 StatusOr<std::string> as_pem_field(const Json& v) {
@@ -133,10 +132,25 @@ Status check_key(const std::string& pem) {
   return is_reference(pem) ? Status::ok() : check_private_key_pem(pem);
 }
 
-// Each half parses; errors read as APISIX's ("failed to parse cert: ...").
-Status check_pair(const std::string& cert, const std::string& key) {
+// A key sealed with apisix.data_encryption's keyring becomes its PEM again (APISIX's
+// aes_decrypt_pkey in ssl.validate), so a decoded SslConf always holds PEM text.
+Status reveal_key(std::string* key) {
+  auto clear = reveal_pem(*key);
+  if (!clear.is_ok()) {
+    return Status::error("failed to decrypt previous encrypted key: " + clear.status().message());
+  }
+  *key = std::move(clear).value();
+  return Status::ok();
+}
+
+// Each half parses, the key once revealed; errors read as APISIX's ("failed to parse cert:
+// ...", "failed to decrypt previous encrypted key").
+Status check_pair(const std::string& cert, std::string* key) {
   Status s = check_cert(cert);
-  return s.is_ok() ? check_key(key) : s;
+  if (s.is_ok()) {
+    s = reveal_key(key);
+  }
+  return s.is_ok() ? check_key(*key) : s;
 }
 
 // Run after check_pair, so the only error left is a key that is not the certificate's.
@@ -148,8 +162,8 @@ Status check_match(const std::string& cert, const std::string& key) {
 }
 
 // APISIX's ssl.check_ssl_conf after the schema; its errors carry no prefix.
-Status check_ssl_pems(const SslConf& s) {
-  Status st = check_pair(s.cert, s.key);
+Status check_ssl_pems(SslConf& s) {
+  Status st = check_pair(s.cert, &s.key);
   if (!st.is_ok()) {
     return st;
   }
@@ -170,7 +184,7 @@ Status check_ssl_pems(const SslConf& s) {
     return Status::error("mismatched number of certs and keys");
   }
   for (size_t i = 0; i < s.certs.size(); ++i) {
-    st = check_pair(s.certs[i], s.keys[i]);
+    st = check_pair(s.certs[i], &s.keys[i]);
     if (st.is_ok()) {
       st = check_match(s.certs[i], s.keys[i]);
     }

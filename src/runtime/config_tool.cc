@@ -14,6 +14,7 @@
 
 #include "common/file.h"
 #include "config/gateway_config.h"
+#include "config/secret_fields.h"
 #include "config/validate.h"
 #include "config/yaml_json.h"
 #include "etcd/etcd_store.h"
@@ -30,6 +31,7 @@ namespace {
 
 constexpr const char* kUsage =
     "usage: sluice config dump [-c conf/config.yaml] [--from embedded|etcd|yaml] [-o FILE]\n"
+    "                          [--show-secrets]\n"
     "       sluice config load [-c conf/config.yaml] [--to embedded|etcd] [--replace] FILE\n";
 
 // The order `load` writes in: what others reference before what references it.
@@ -45,6 +47,7 @@ struct Options {
   std::string out;    // -o
   std::string file;   // load's FILE
   bool replace = false;
+  bool show_secrets = false;  // dump: private keys decrypted, in clear
 };
 
 StatusOr<config::GatewayConfig> load_config(const std::string& path) {
@@ -211,6 +214,20 @@ int dump(const Options& o, const config::GatewayConfig& conf) {
     }
     doc = std::move(d).value();
   }
+  // Private keys: as stored when sealed (the keyring's ciphertext), redacted when held in
+  // clear; --show-secrets decrypts them all.
+  size_t redacted = 0;
+  if (o.show_secrets) {
+    if (Status st = config::reveal_document_secrets(&doc); !st) {
+      fprintf(stderr, "sluice config dump: %s\n", st.message().c_str());
+      return 1;
+    }
+  } else if ((redacted = config::redact_document_secrets(&doc)) > 0) {
+    fprintf(stderr,
+            "sluice config dump: %zu private key(s) held in clear redacted; --show-secrets "
+            "prints them\n",
+            redacted);
+  }
   std::string text = to_yaml(doc);
   if (o.out.empty() || o.out == "-") {
     fwrite(text.data(), 1, text.size(), stdout);
@@ -288,8 +305,19 @@ int load(const Options& o, const config::GatewayConfig& conf) {
         ++errors;
         continue;
       }
+      if (auto red = config::redacted_secrets(kind, item); !red.empty()) {
+        fprintf(stderr,
+                "sluice config load: %s (id %s): %s: redacted by `sluice config dump`; dump with "
+                "--show-secrets to carry private keys\n",
+                where.c_str(), id->c_str(), red.front().c_str());
+        ++errors;
+        continue;
+      }
       Json obj = item;
       Status st = config::check_resource(kind, *id, obj);
+      if (st) {
+        st = config::seal_secrets(kind, &obj);  // as the Admin API stores it
+      }
       if (!st) {
         fprintf(stderr, "sluice config load: %s (id %s): %s\n", where.c_str(), id->c_str(),
                 st.message().c_str());
@@ -405,6 +433,8 @@ int config_main(const std::vector<std::string>& args) {
       o.out = args[++i];
     } else if (a == "--replace" && o.sub == "load") {
       o.replace = true;
+    } else if (a == "--show-secrets" && o.sub == "dump") {
+      o.show_secrets = true;
     } else if (a == "-h" || a == "--help") {
       fputs(kUsage, stdout);
       return 0;
@@ -430,6 +460,7 @@ int config_main(const std::vector<std::string>& args) {
     fprintf(stderr, "sluice config %s: %s\n", o.sub.c_str(), conf.status().message().c_str());
     return 1;
   }
+  config::set_data_encryption(conf->data_encryption);
   return o.sub == "dump" ? dump(o, *conf) : load(o, *conf);
 }
 

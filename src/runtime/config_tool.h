@@ -3,12 +3,16 @@
 // embedded store, etcd and an apisix.yaml file.
 //
 //   sluice config dump [-c conf/config.yaml] [--from embedded|etcd|yaml] [-o FILE]
+//                      [--show-secrets]
 //   sluice config load [-c conf/config.yaml] [--to embedded|etcd] [--replace] FILE
 //
 // dump writes an apisix.yaml document (one top-level list per kind, each item with its id,
-// ending with `#END`). load checks every item of FILE with the Admin API's validation first
+// ending with `#END`). Private keys are printed as stored when sealed with
+// apisix.data_encryption's keyring, and redacted when held in clear; --show-secrets prints them
+// all decrypted. load checks every item of FILE with the Admin API's validation first
 // and writes nothing unless all pass; --replace also deletes stored resources of the kinds
-// FILE lists (`services: []` counts) that it does not hold.
+// FILE lists (`services: []` counts) that it does not hold. It seals private keys as the
+// Admin API does, and refuses a dump's redacted ones.
 
 #include <string>
 #include <vector>

@@ -19,6 +19,7 @@
 #include "common/file.h"
 #include "common/log.h"
 #include "config/plugin_registry.h"
+#include "config/secret_fields.h"
 #include "config/snapshot_builder.h"
 #include "config/standalone.h"
 #include "io/socket.h"
@@ -51,6 +52,19 @@ int64_t thread_cpu_us() {
   return static_cast<int64_t>(ts.tv_sec) * 1000000 + ts.tv_nsec / 1000;
 }
 
+// Secrets in the embedded store are sealed by the Admin API and `sluice config load`; one in
+// clear was stored before encryption was on: it serves, and the log says how to seal it.
+void warn_clear_secrets(std::string_view prefix, const store::Entry& e) {
+  store::KeyParts parts;
+  if (!store::split_key(prefix, e.key, &parts)) {
+    return;
+  }
+  config::Json v = config::Json::parse(e.value, nullptr, false);
+  if (std::string note = config::clear_secrets_note(parts.kind, v); !note.empty()) {
+    SLUICE_LOG(kWarn, "store: {}: {}", e.key, note);
+  }
+}
+
 }  // namespace
 
 Gateway::Gateway(std::string config_path, std::vector<std::string> argv)
@@ -80,7 +94,13 @@ common::Status Gateway::load_gateway_config() {
     SLUICE_LOG(kWarn, "{}", w);
   }
   dns_.set_valid_seconds(conf_.dns_resolver_valid);
-  return check_admin_safety();
+  common::Status st = check_admin_safety();
+  if (st) {
+    // What the decoders reveal and the Admin API seals with; like APISIX, a reload takes a new
+    // keyring (keep the old keys in it to read what they sealed).
+    config::set_data_encryption(conf_.data_encryption);
+  }
+  return st;
 }
 
 // The well-known APISIX key (CVE-2020-13945) must never guard an admin port reachable from
@@ -137,6 +157,7 @@ common::Status Gateway::open_store() {
     if (!applied) {
       SLUICE_LOG(kError, "store: skipped: {}", applied.message());
     }
+    warn_clear_secrets(index_.prefix(), e);
   }
   store_->take_changes();
   SLUICE_LOG(kNotice, "store {}: {} entries at revision {}", conf_.data_dir, entries->size(),

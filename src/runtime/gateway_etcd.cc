@@ -9,6 +9,7 @@
 #include <chrono>
 
 #include "common/log.h"
+#include "config/secret_fields.h"
 #include "config/validate.h"
 #include "etcd/snapshot_file.h"
 #include "runtime/gateway.h"
@@ -140,7 +141,11 @@ common::Status Gateway::check_etcd_value(const store::Change& c) const {
     return common::Status::error("the value is not a JSON object");
   }
   // What the Admin API would have refused is refused here too: anyone may write to etcd.
-  return config::check_resource(parts.kind, parts.id, v);
+  common::Status st = config::check_resource(parts.kind, parts.id, v);
+  if (std::string note = config::clear_secrets_note(parts.kind, v); st && !note.empty()) {
+    SLUICE_LOG(kWarn, "etcd: {}: {}", c.entry.key, note);  // written by a node with no keyring
+  }
+  return st;
 }
 
 void Gateway::resync_etcd(std::vector<store::Entry> entries, int64_t revision, const char* source) {

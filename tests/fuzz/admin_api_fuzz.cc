@@ -360,7 +360,11 @@ void Harness::check_write(const Step& s, const server::AdminResponse& r, const J
   const server::AdminResponse g = api_.handle(get);
   FUZZ_CHECK(g.status == 200 && absorbed_.empty() && store_.revision() == revision_before_ + 1);
   const Json got = Json::parse(g.body, nullptr, false);
-  FUZZ_CHECK(got.is_object() && field(got, "key") == key && field(got, "value") == value);
+  Json shown = value;
+  if (parts.kind == "ssls") {
+    shown.erase("key");  // as APISIX, GET one never answers an ssl's private key
+  }
+  FUZZ_CHECK(got.is_object() && field(got, "key") == key && field(got, "value") == shown);
   FUZZ_CHECK(field(got, "createdIndex") == e.create_revision &&
              field(got, "modifiedIndex") == e.mod_revision);
   check_references(parts.kind, value);
