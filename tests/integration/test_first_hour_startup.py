@@ -171,6 +171,7 @@ def test_log_says_where_it_listens_and_what_it_serves(make_gateway, upstream):
     prom = gw.prometheus_port
     want = [
         ("notice", "listening on 0.0.0.0:%d (http)" % gw.port),
+        ("notice", "listening on 127.0.0.1:%d (https)" % gw.https_port),
         ("notice", "listening on 127.0.0.1:%d (admin)" % gw.admin_port),
         ("notice", "listening on 127.0.0.1:%d (prometheus)" % prom),
         ("notice", "config provider: embedded (sqlite %s/sluice.db), 0 routes loaded"
@@ -195,6 +196,7 @@ def test_standalone_log_names_the_file_and_its_routes(make_gateway, upstream):
                           listen=[{"ip": "127.0.0.1", "port": free_port()}])
     assert _startup_lines(gw) == [
         ("notice", "listening on 127.0.0.1:%d (http)" % gw.port),
+        ("notice", "listening on 127.0.0.1:%d (https)" % gw.https_port),
         ("notice", "listening on 127.0.0.1:%d (prometheus)" % gw.prometheus_port),
         ("notice", "config provider: yaml (%s), 1 route loaded" % gw.apisix_path),
     ], gw.log_text()

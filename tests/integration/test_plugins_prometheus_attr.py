@@ -62,8 +62,8 @@ def test_extra_labels_and_buckets_on_real_requests(make_gateway, upstream):
 
 
 @pytest.mark.parametrize("attr, key", [
-    ({"metrics": {"http_status": {"extra_labels": [{"proto": "$scheme"}]}}},
-     'plugin_attr.prometheus.metrics.http_status.extra_labels: [0].proto: variable "$scheme" '
+    ({"metrics": {"http_status": {"extra_labels": [{"proto": "$server_addr"}]}}},
+     'plugin_attr.prometheus.metrics.http_status.extra_labels: [0].proto: variable "$server_addr" '
      'is not supported by Sluice'),
     ({"metrics": {"bandwidth": {"extra_labels": [{"up": "$upstream_status"}]}}},
      'plugin_attr.prometheus.metrics.bandwidth.extra_labels: [0].up: variable '
