@@ -166,6 +166,19 @@ def test_ret_code_and_page(rd_gw, upstream, conf, status, title):
     assert h.status == status and h.header("location") == "/x" and h.body == b"", h
 
 
+def test_error_response_leaves_the_redirect_alone(rd_gw, upstream):
+    # APISIX's run_plugin applies _meta.error_response only to answers of 400 and above.
+    _put(rd_gw, "/a", {"uri": "/x", "ret_code": 301, "_meta": {"error_response": "nope"}},
+         upstream)
+    r = get(rd_gw.port, "/a")
+    assert r.status == 301 and r.body == _page("301 Moved Permanently"), r
+    _put(rd_gw, "/b", {"uri": "/x", "ret_code": 403, "_meta": {"error_response": "nope"}},
+         upstream, rid=2)
+    r = get(rd_gw.port, "/b")
+    assert r.status == 403 and r.body == b"nope", r
+    assert r.header("location") == "/x", r
+
+
 # --------------------------------------------------------------------------- regex_uri
 
 
