@@ -471,12 +471,20 @@ class Reader {
                     return y == "apisix_" ? Status::ok() : error_at(q, "only apisix_ is supported");
                   }}});
           }},
-         {"limit-count", [&](auto& x, auto& p) {
+         {"limit-count",
+          [&](auto& x, auto& p) {
             // Checked here, read by the plugin from plugin_attr (plugin::Shared::attr).
             Json& attr = cfg.plugin_attr["limit-count"] = Json::object();
             return walk(x, p, {{"local_keys", [&](auto& y, auto& q) {
                                   auto n = as_integer(y, 1024, int64_t{1} << 32);
                                   return assign(q, &attr["local_keys"], n);
+                                }}});
+          }},
+         {"redirect", [&](auto& x, auto& p) {
+            // The port http_to_https names; checked here, read by the plugin from plugin_attr.
+            Json& attr = cfg.plugin_attr["redirect"] = Json::object();
+            return walk(x, p, {{"https_port", [&](auto& y, auto& q) {
+                                  return assign(q, &attr["https_port"], yaml_port(y));
                                 }}});
           }}});
   }

@@ -179,8 +179,10 @@ Action call(const Entry& e, Phase p, Context& ctx) {
   return Action::kContinue;
 }
 
+// APISIX's run_plugin replaces the body only of an error answer (code >= 400): a redirect
+// keeps its own.
 void apply_error_response(const Entry& e, Context& ctx) {
-  if (e.has_error_response) {
+  if (e.has_error_response && ctx.reply_status >= 400) {
     ctx.reply_body = e.error_response;
   }
 }

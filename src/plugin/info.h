@@ -31,6 +31,9 @@ enum class PluginUse {
 class Shared {
  public:
   Json attr = Json::object();  // config.yaml plugin_attr
+  // The HTTPS listener's port (apisix.ssl.listen's first), 0 when apisix.ssl is off: where
+  // redirect's http_to_https sends plaintext clients unless plugin_attr names a port.
+  uint16_t ssl_port = 0;
 
   template <class T, class Make>
   std::shared_ptr<T> get(const std::string& key, Make&& make) {

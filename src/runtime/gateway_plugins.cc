@@ -57,6 +57,8 @@ void Gateway::apply_plugin_settings() {
                fmt::join(unknown, ", "));
   }
   plugin_shared_.attr = conf_.plugin_attr;
+  plugin_shared_.ssl_port =
+      conf_.ssl.enabled && !conf_.ssl.listen.empty() ? conf_.ssl.listen.front().port : 0;
   plugin_shared_.forget(config::kChainCacheKey);  // chains are rebuilt with the new settings
 }
 

@@ -9,7 +9,8 @@ import pytest
 from harness import (NOT_FOUND_BODY, admin_route, admin_upstream, expect_error, get,
                      start_wrk)
 
-BUILTINS = ["proxy-rewrite", "limit-count", "response-rewrite", "prometheus"]  # 1008, 1002, 899, 500
+# 1008, 1002, 900, 899, 500
+BUILTINS = ["proxy-rewrite", "limit-count", "redirect", "response-rewrite", "prometheus"]
 LC_ERR = "failed to check the configuration of plugin limit-count err: "
 PROM_ERR = "failed to check the configuration of plugin prometheus err: "
 LC = {"count": 2, "time_window": 60}

@@ -494,7 +494,7 @@ def test_schema_endpoint(pr_gw):
     ({"headers": {"set": {"Host": "x"}}},
      'headers.set: "Host" cannot be rewritten through headers; use the "host" field of '
      'proxy-rewrite'),
-    ({"uri": "/$scheme"}, 'uri: variable "$scheme" is not supported by Sluice'),
+    ({"uri": "/$server_addr"}, 'uri: variable "$server_addr" is not supported by Sluice'),
 ])
 def test_bad_confs_are_400_with_apisix_texts(pr_gw, upstream, conf, text):
     r = pr_gw.admin("PUT", "/routes/bad", admin_route("/bad", upstream,

@@ -11,10 +11,9 @@ using common::StatusOr;
 namespace {
 
 // Names nginx or APISIX give a value at the rewrite phase that Sluice has no source for. A
-// template using one is refused rather than silently sending an empty value.
-constexpr std::array<std::string_view, 24> kUnsupported = {
-    "scheme",
-    "https",
+// template using one is refused rather than silently sending an empty value. The ssl_* ones
+// router::Var reads (ssl_server_name, ssl_protocol, ...) are the exception (parse()).
+constexpr std::array<std::string_view, 22> kUnsupported = {
     "remote_port",
     "server_addr",
     "server_name",
@@ -80,7 +79,7 @@ StatusOr<RequestVar> RequestVar::parse(std::string_view name) {
       return v;
     }
   }
-  if (unsupported(name)) {
+  if (unsupported(name) && router::Var::parse(name).nil()) {
     return Status::error("variable \"$" + std::string(name) + "\" is not supported by Sluice");
   }
   std::string_view alias = name;

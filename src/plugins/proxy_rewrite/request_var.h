@@ -22,11 +22,12 @@ struct VarSource {
 class RequestVar {
  public:
   // The variables `vars` reads (router/expr.h: arg_*, http_*, cookie_*, uri, request_uri,
-  // args, query_string, host, remote_addr, request_method, server_port), APISIX's own
+  // args, query_string, host, remote_addr, request_method, server_port, scheme, https and the
+  // connection's ssl_* ones), APISIX's own
   // (route_id, route_name, service_id, service_name, consumer_name) and a few nginx aliases
   // (is_args, document_uri, real_request_uri, content_type, content_length,
-  // server_protocol). A name nginx or APISIX would answer but Sluice cannot (scheme,
-  // remote_port, server_addr, ...) is an error naming it; any other name is nil, as in APISIX.
+  // server_protocol). A name nginx or APISIX would answer but Sluice cannot (remote_port,
+  // server_addr, ssl_client_cert, ...) is an error naming it; any other name is nil, as in APISIX.
   static common::StatusOr<RequestVar> parse(std::string_view name);
 
   // The value; false when nil (an empty value reads as nil too).

@@ -253,11 +253,14 @@ TEST_F(ApiTest, ConsumersAreKnownByUsername) {
 TEST_F(ApiTest, PluginsEndpoints) {
   auto r = call("GET", "/apisix/admin/plugins/list");
   EXPECT_EQ(r.status, 200);
-  EXPECT_EQ(r.body, "[\"proxy-rewrite\",\"limit-count\",\"response-rewrite\",\"prometheus\"]\n");
+  EXPECT_EQ(
+      r.body,
+      "[\"proxy-rewrite\",\"limit-count\",\"redirect\",\"response-rewrite\",\"prometheus\"]\n");
   r = call("GET", "/apisix/admin/plugins");
   ASSERT_EQ(r.status, 200) << r.body;
   EXPECT_EQ(json(r), Json::parse(R"({"proxy-rewrite": {"priority": 1008},
                                      "limit-count": {"priority": 1002},
+                                     "redirect": {"priority": 900},
                                      "response-rewrite": {"priority": 899},
                                      "prometheus": {"priority": 500}})"));
   r = call("GET", "/apisix/admin/plugins/limit-count");

@@ -290,6 +290,8 @@ plugin_attr:
     metric_prefix: apisix_
   limit-count:
     local_keys: 4096
+  redirect:
+    https_port: 8443
 )");
   EXPECT_TRUE(c.warnings.empty()) << c.warnings.front();
   EXPECT_TRUE(c.plugins_listed);
@@ -302,7 +304,8 @@ plugin_attr:
   EXPECT_EQ(c.plugin_attr["prometheus"]["max_label_sets"], 5);
   EXPECT_EQ(c.plugin_attr,
             nlohmann::json::parse(
-                R"({"limit-count": {"local_keys": 4096}, "prometheus": {"max_label_sets": 5}})"));
+                R"({"limit-count": {"local_keys": 4096}, "prometheus": {"max_label_sets": 5},
+                    "redirect": {"https_port": 8443}})"));
 }
 
 TEST(GatewayConfig, PrometheusBucketsAndExtraLabelsGoToPluginAttr) {
@@ -382,6 +385,10 @@ TEST(GatewayConfig, PluginsAndPluginAttrErrors) {
       {"plugin_attr: {limit-count: {local_keys: many}}\n",
        "config.yaml: plugin_attr.limit-count.local_keys: wrong type: expected integer, got "
        "string"},
+      {"plugin_attr: {redirect: {https_port: 0}}\n",
+       "config.yaml: plugin_attr.redirect.https_port: expected an integer 1-65535, got 0"},
+      {"plugin_attr: {redirect: {https_port: \"8443\"}}\n",
+       "config.yaml: plugin_attr.redirect.https_port: expected an integer 1-65535, got \"8443\""},
   };
   for (const auto& c : cases) {
     SCOPED_TRACE(c.text);

@@ -70,8 +70,9 @@ std::vector<std::string> names_of(std::span<const PluginInfo> registry) {
 }
 
 TEST(PluginRegistry, EnablesEveryBuiltInPluginByDefault) {
-  EXPECT_EQ(names_of(all_plugins()), (std::vector<std::string>{"proxy-rewrite", "limit-count",
-                                                               "response-rewrite", "prometheus"}));
+  EXPECT_EQ(names_of(all_plugins()),
+            (std::vector<std::string>{"proxy-rewrite", "limit-count", "redirect",
+                                      "response-rewrite", "prometheus"}));
   const PluginInfo* lc = find_plugin("limit-count");
   ASSERT_NE(lc, nullptr);
   EXPECT_EQ(lc->priority, 1002);
@@ -101,8 +102,9 @@ TEST(PluginRegistry, SetEnabledPluginsNarrowsTheSet) {
     EXPECT_EQ(check_plugin_metadata("limit-count", Json::object(), all_plugins()).message(),
               "unknown plugin [limit-count]");
   }
-  EXPECT_EQ(names_of(all_plugins()), (std::vector<std::string>{"proxy-rewrite", "limit-count",
-                                                               "response-rewrite", "prometheus"}));
+  EXPECT_EQ(names_of(all_plugins()),
+            (std::vector<std::string>{"proxy-rewrite", "limit-count", "redirect",
+                                      "response-rewrite", "prometheus"}));
   EXPECT_TRUE(check_plugins(limit));
   {
     // An empty list enables nothing; the order of the list does not matter.
@@ -118,7 +120,7 @@ TEST(PluginRegistry, SetEnabledPluginsNarrowsTheSet) {
     EXPECT_EQ(names_of(all_plugins()), (std::vector<std::string>{"limit-count", "prometheus"}));
   }
   EXPECT_EQ(set_enabled_plugins(nullptr), std::vector<std::string>{});
-  EXPECT_EQ(all_plugins().size(), 4u);
+  EXPECT_EQ(all_plugins().size(), 5u);
 }
 
 TEST(CheckPlugins, WithTheBuiltInRegistry) {

@@ -312,6 +312,21 @@ TEST(RunRequest, ErrorResponseReplacesTheReplyBody) {
   EXPECT_EQ(ctx.reply_body, "{\"message\":\"custom\"}\n");
 }
 
+TEST(RunRequest, ErrorResponseLeavesAnAnswerBelow400Alone) {
+  // APISIX's run_plugin applies it only when the code is 400 or more (redirect's 301).
+  for (int status : {301, 399, 400}) {
+    SCOPED_TRACE(status);
+    TwoChains t;
+    t.r2->answer(Phase::kAccess, Action::kReply, status, "page\n");
+    t.route_entries[1].has_error_response = true;
+    t.route_entries[1].error_response = "custom\n";
+    Chains c = t.chains();
+    Context ctx;
+    EXPECT_EQ(run_request(c, ctx, Phase::kBeforeProxy), Action::kReply);
+    EXPECT_EQ(ctx.reply_body, status >= 400 ? "custom\n" : "page\n");
+  }
+}
+
 TEST(RunRequest, ErrorResponseOfAnotherPluginDoesNotApply) {
   TwoChains t;
   t.r2->answer(Phase::kAccess, Action::kReply, 503, "own\n");

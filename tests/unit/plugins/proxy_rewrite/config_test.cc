@@ -44,6 +44,8 @@ TEST(ProxyRewriteConfig, ValidConfs) {
       {R"J({"uri": "/test/home.html", "host": "iresty.com"})J", ""},
       {R"J({"uri": "/get?arg1=apisix&arg2=plugin"})J", ""},
       {R"J({"uri": "/$arg_name/${http_x_id}/${ route_id ?? none }"})J", ""},
+      // The connection's variables (scheme, https, ssl_*) are read from it.
+      {R"J({"uri": "/$scheme/$https", "headers": {"set": {"X-Dn": "$ssl_client_s_dn"}}})J", ""},
       {R"J({"method": "POST"})J", ""},
       {R"J({"method": "PROPFIND"})J", ""},
       {R"J({"regex_uri": ["^/test/(.*)/(.*)", "/$1-$2"]})J", ""},
@@ -174,11 +176,13 @@ TEST(ProxyRewriteConfig, SluiceRefusals) {
        R"J(property "upgrade" is not supported by Sluice: the gateway writes Upgrade and Connection itself)J"},
       {R"J({"connection": "upgrade"})J",
        R"J(property "connection" is not supported by Sluice: the gateway writes Upgrade and Connection itself)J"},
-      {R"J({"uri": "/$scheme/x"})J", R"J(uri: variable "$scheme" is not supported by Sluice)J"},
+      {R"J({"uri": "/$server_addr/x"})J",
+       R"J(uri: variable "$server_addr" is not supported by Sluice)J"},
       {R"J({"uri": "/${ remote_port ?? 0 }"})J",
        R"J(uri: variable "$remote_port" is not supported by Sluice)J"},
-      {R"J({"headers": {"set": {"X-A": "$ssl_client_s_dn"}}})J",
-       R"J(headers.set["X-A"]: variable "$ssl_client_s_dn" is not supported by Sluice)J"},
+      // The ssl_* variables the connection does not give (router::Var reads the others).
+      {R"J({"headers": {"set": {"X-A": "$ssl_client_cert"}}})J",
+       R"J(headers.set["X-A"]: variable "$ssl_client_cert" is not supported by Sluice)J"},
   });
 }
 

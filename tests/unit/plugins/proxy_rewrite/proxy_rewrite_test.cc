@@ -130,6 +130,30 @@ TEST(ProxyRewrite, UriVariables) {
   }
 }
 
+TEST(ProxyRewrite, ConnectionVariables) {
+  const char* conf = R"J({"uri": "/$scheme/${https}", "headers": {"set": {"X-Sni":
+                        "${ssl_server_name ?? none}"}}})J";
+  Sent plain = run(conf, "/");
+  EXPECT_EQ(plain.uri, "/http/");
+  EXPECT_EQ(plain.headers, "X-Sni: none\n");
+
+  PluginPtr p = make(conf);
+  ASSERT_NE(p, nullptr);
+  router::testing::FakeRequest req("GET", "/", "example.com");
+  router::TlsInfo tls;
+  tls.server_name = "api.example.com";
+  plugin::Context ctx;
+  ctx.req = &req.head;
+  ctx.match = req.ctx;
+  ctx.match.tls = &tls;
+  EXPECT_EQ(p->rewrite(ctx), Action::kContinue);
+  EXPECT_EQ(ctx.upstream.uri, "/https/on");
+  const std::string* sni = nullptr;
+  ASSERT_TRUE(ctx.upstream.headers.lookup("X-Sni", &sni));
+  ASSERT_NE(sni, nullptr);
+  EXPECT_EQ(*sni, "api.example.com");
+}
+
 TEST(ProxyRewrite, RegexUri) {
   struct {
     const char* regex_uri;
