@@ -18,6 +18,7 @@ struct ListenAddr {
   std::string ip = "0.0.0.0";  // "0.0.0.0", "127.0.0.1", "::", "[::1]" given as "::1"
   uint16_t port = 0;
   uint32_t max_connections = 0;  // cap on this listener's open client connections; 0 = none
+  bool operator==(const ListenAddr&) const = default;
 };
 
 enum class ConfigProvider { kYaml, kEtcd, kEmbedded };
@@ -105,6 +106,7 @@ struct SslListenerConfig {
   // ssl_trusted_certificate: the CA bundle upstream (and etcd) certificates are verified
   // against; empty = the system's.
   std::string trusted_ca;
+  bool operator==(const SslListenerConfig&) const = default;
 };
 
 // Thread: any (value type)

@@ -378,10 +378,10 @@ void Gateway::on_sighup() {
   if (old_conf.worker_processes != conf_.worker_processes ||
       old_conf.node_listen.size() != conf_.node_listen.size() ||
       old_conf.config_provider != conf_.config_provider || old_conf.data_dir != conf_.data_dir ||
-      old_conf.etcd != conf_.etcd) {
+      old_conf.etcd != conf_.etcd || !(old_conf.ssl == conf_.ssl)) {
     SLUICE_LOG(kWarn,
-               "worker_processes, node_listen, the config provider, deployment.etcd and "
-               "data_dir changes take effect after a restart");
+               "worker_processes, node_listen, apisix.ssl, the config provider, deployment.etcd "
+               "and data_dir changes take effect after a restart");
   }
   // The running process keeps its provider, store and Admin API settings.
   conf_.config_provider = old_conf.config_provider;
@@ -389,6 +389,7 @@ void Gateway::on_sighup() {
   conf_.etcd = old_conf.etcd;  // the watch and the index keep their prefix
   conf_.admin = old_conf.admin;
   conf_.prometheus = old_conf.prometheus;  // the export server and cells keep their settings
+  conf_.ssl = old_conf.ssl;  // the HTTPS listeners and their context are made at start
   apply_plugin_settings();
   rebuild_now();
 }

@@ -74,8 +74,14 @@ std::string_view status_reason(int status) {
       return "Moved Permanently";
     case 302:
       return "Moved Temporarily";
+    case 303:
+      return "See Other";
     case 304:
       return "Not Modified";
+    case 307:
+      return "Temporary Redirect";
+    case 308:
+      return "Permanent Redirect";
     case 400:
       return "Bad Request";
     case 401:
