@@ -22,7 +22,9 @@ constexpr size_t kRecordRoom = 16384 + 512;
 constexpr size_t kPlainChunk = 16384;
 
 // Buffers of kRecordRoom bytes, per worker thread: a busy connection takes and gives them
-// without allocating, an idle one holds none.
+// without allocating, an idle one holds none. The pool keeps a few for the connections busy
+// at once; more would be memory every idle connection seems to cost.
+constexpr size_t kPoolMax = 32;
 struct BufferPool {
   std::vector<std::unique_ptr<char[]>> free;
   ~BufferPool() = default;
@@ -45,7 +47,7 @@ void give(io::Buffer* b) {
   if (b->capacity() == 0) {
     return;
   }
-  if (b->capacity() == kRecordRoom && t_pool.free.size() < 256) {
+  if (b->capacity() == kRecordRoom && t_pool.free.size() < kPoolMax) {
     t_pool.free.push_back(b->detach());
   } else {
     b->release();
