@@ -57,6 +57,11 @@ class CertEntry {
 
   const std::string& id() const { return id_; }
   const std::vector<Pair>& pairs() const { return pairs_; }
+  // The session id context apply() gives a handshake: a digest of the object's id, its
+  // certificates and its client verification, so a session made under one object (or under
+  // settings since changed) is never resumed under another.
+  const unsigned char* session_id_context() const { return sid_ctx_; }
+  static constexpr unsigned kSessionIdContextLength = 32;
   bool verifies_clients() const { return client_store_ != nullptr; }
   // Client certificates are checked per request (skip_mtls_uri_regex), not in the handshake.
   bool verify_per_request() const { return !skip_.empty(); }
@@ -69,6 +74,7 @@ class CertEntry {
   int depth_ = 1;
   std::vector<pcre2_code_8*> skip_;
   int min_version_ = 0, max_version_ = 0;  // 0: the listener's
+  unsigned char sid_ctx_[kSessionIdContextLength] = {};
 };
 
 using CertEntryPtr = std::shared_ptr<const CertEntry>;

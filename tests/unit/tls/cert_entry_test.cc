@@ -152,6 +152,45 @@ TEST(CertEntryTest, Protocols) {
   EXPECT_TRUE(CertEntry::load(s).is_ok());
 }
 
+std::string context_of(const CertSource& s) {
+  auto r = CertEntry::load(s);
+  EXPECT_TRUE(r.is_ok()) << r.status().message();
+  if (!r.is_ok()) {
+    return "";
+  }
+  const unsigned char* c = (*r)->session_id_context();
+  return std::string(reinterpret_cast<const char*>(c), CertEntry::kSessionIdContextLength);
+}
+
+// Sessions are bound to the object that made them: a session verified for one object's
+// clients must not resume under another object (or after its verification changed).
+TEST(CertEntryTest, SessionIdContextPerObject) {
+  std::string ca1, ca2;
+  signed_leaf("c1", &ca1);
+  signed_leaf("c2", &ca2);
+  CertSource base = source_of({{ec_pem().cert, ec_pem().key}});
+  base.client_ca = ca1;
+  const std::string ctx = context_of(base);
+  EXPECT_EQ(ctx.size(), CertEntry::kSessionIdContextLength);
+  EXPECT_EQ(context_of(base), ctx) << "the same object: the same context";
+  CertSource other_id = base;
+  other_id.id = "8";
+  CertSource other_ca = base;
+  other_ca.client_ca = ca2;
+  CertSource no_ca = base;
+  no_ca.client_ca.clear();
+  CertSource other_depth = base;
+  other_depth.client_depth = 5;
+  CertSource other_cert = base;
+  other_cert.pairs = {{rsa_pem().cert, rsa_pem().key}};
+  for (const CertSource* s : {&other_id, &other_ca, &no_ca, &other_depth, &other_cert}) {
+    EXPECT_NE(context_of(*s), ctx) << "ssl " << s->id;
+  }
+  CertSource skip = base;
+  skip.skip_mtls_uri_regex = {"/x"};
+  EXPECT_EQ(context_of(skip), ctx) << "per-request exemptions do not change the session";
+}
+
 TEST(CertEntryTest, CachedEntryParsedOncePerText) {
   CertSource s = source_of({{ec_pem().cert, ec_pem().key}});
   s.id = "cache-test";
