@@ -221,7 +221,7 @@ void ClientConn::start_request() {
     start_admin();
     return;
   }
-  if (tls_ && tls_->cert() && tls_->cert()->verifies_clients() && !tls_client_ok()) [[unlikely]] {
+  if (tls_ && !tls_client_ok()) [[unlikely]] {
     keep_alive_ = false;
     local_reply(400, {}, true);
     return;
@@ -229,28 +229,39 @@ void ClientConn::start_request() {
   start_exchange();
 }
 
+// APISIX's verify_https_client: the object the request's Host names decides. When it verifies
+// clients, the connection must have a verified certificate (or the path an exemption) and
+// its SNI must be that Host, so neither another object's SNI nor a wildcard sibling's
+// verification lets a client past it.
 bool ClientConn::tls_client_ok() {
-  const tls::CertEntry& e = *tls_->cert();
-  const http::TlsInfo& t = tls_->info();
-  if (t.client_verify != "SUCCESS") {
-    if (e.verify_per_request() && e.skips_mtls(msg_->req.path)) {
-      return true;
-    }
-    if (t.client_verify == "NONE") {
-      SLUICE_LOG(kError, "client {}: client certificate was not present", peer_ip_);
-    } else {
-      SLUICE_LOG(kError, "client {}: client certificate verification is not passed: {}", peer_ip_,
-                 t.client_verify);
-    }
-    return false;
+  const tls::CertIndex* certs = w_.certs();
+  if (certs == nullptr || !certs->any_client_verification()) {
+    return true;  // the common case: one flag read
   }
-  // APISIX refuses a Host other than the SNI the certificate was verified for: a `*.x`
-  // object would otherwise let a client verified for a.x reach b.x.
   std::string_view host = msg_->req.host;
   if (size_t colon = host.rfind(':'); colon != std::string_view::npos && !host.starts_with('[')) {
     host = host.substr(0, colon);  // the port
   }
-  if (!host.empty() && host.size() == t.server_name.size() &&
+  const tls::CertEntryPtr* by_host = certs->find(host);
+  if (by_host == nullptr || !(*by_host)->verifies_clients()) {
+    return true;
+  }
+  const http::TlsInfo& t = tls_->info();
+  if (t.client_verify != "SUCCESS" || tls_->cert() != *by_host) {
+    if ((*by_host)->verify_per_request() && (*by_host)->skips_mtls(msg_->req.path)) {
+      return true;
+    }
+    if (t.client_verify == "NONE") {
+      SLUICE_LOG(kError, "client {}: client certificate was not present", peer_ip_);
+      return false;
+    }
+    if (t.client_verify != "SUCCESS") {
+      SLUICE_LOG(kError, "client {}: client certificate verification is not passed: {}",
+                 peer_ip_, t.client_verify);
+      return false;
+    }
+  }
+  if (host.size() == t.server_name.size() &&
       std::equal(host.begin(), host.end(), t.server_name.begin(),
                  [](char a, char b) { return common::ascii_lower(a) == common::ascii_lower(b); })) {
     return true;
@@ -410,6 +421,9 @@ void ClientConn::close_now() {
   io::TimerQueue::cancel(timer_);
   transport_->cancel_read();
   out_.cancel();
+  if (tls_) {
+    tls_->close_notify();
+  }
   state_ = State::kClosed;
 }
 

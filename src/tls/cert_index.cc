@@ -3,6 +3,7 @@
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include <fmt/format.h>
 #include <openssl/err.h>
+#include <openssl/evp.h>
 #include <openssl/pem.h>
 #include <openssl/sha.h>
 #include <pcre2.h>
@@ -63,6 +64,27 @@ int version_of(std::string_view name) {
   return TLS1_3_VERSION;
 }
 
+// SHA-256 of what a resumed session must not outlive: the object, its certificates and how it
+// verifies clients. OpenSSL resumes a session only under the context it was made in.
+void session_context(const CertSource& src, unsigned char* out) {
+  EVP_MD_CTX* md = EVP_MD_CTX_new();
+  EVP_DigestInit_ex(md, EVP_sha256(), nullptr);
+  auto add = [md](std::string_view part) {
+    uint64_t n = part.size();  // length-prefixed: no two sources give the same bytes
+    EVP_DigestUpdate(md, &n, sizeof(n));
+    EVP_DigestUpdate(md, part.data(), part.size());
+  };
+  add(src.id);
+  for (const auto& [cert, key] : src.pairs) {
+    add(cert);
+  }
+  add(src.client_ca);
+  add(std::to_string(src.client_depth));
+  unsigned int len = 0;
+  EVP_DigestFinal_ex(md, out, &len);
+  EVP_MD_CTX_free(md);
+}
+
 std::string lower_name(std::string_view sni) {
   if (!sni.empty() && sni.back() == '.') {
     sni.remove_suffix(1);
@@ -96,8 +118,7 @@ CertEntry::~CertEntry() {
 StatusOr<std::shared_ptr<const CertEntry>> CertEntry::load(const CertSource& src) {
   auto e = std::make_shared<CertEntry>();
   e->id_ = src.id;
-  static_assert(SSL_MAX_SID_CTX_LENGTH == SHA256_DIGEST_LENGTH);
-  SHA256(reinterpret_cast<const unsigned char*>(src.id.data()), src.id.size(), e->sid_ctx_);
+  session_context(src, e->sid_ctx_);
   auto fail = [&src](const std::string& why) {
     return Status::error(fmt::format("ssl {}: {}", src.id, why));
   };
@@ -163,7 +184,13 @@ StatusOr<std::shared_ptr<const CertEntry>> CertEntry::load(const CertSource& src
 }
 
 bool CertEntry::apply(SSL* ssl) const {
-  SSL_set_session_id_context(ssl, sid_ctx_, sizeof(sid_ctx_));
+  // Before OpenSSL looks the client's session up (the ClientHello callback runs first): a
+  // session verified for another object's clients, or made under another object's name, is
+  // a cache miss, and the handshake is a full one under this object's rules.
+  if (SSL_set_session_id_context(ssl, sid_ctx_, sizeof(sid_ctx_)) != 1) {
+    ERR_clear_error();
+    return false;
+  }
   for (const Pair& p : pairs_) {
     // One pair per key type: OpenSSL keeps an RSA and an ECDSA pair side by side and picks by
     // what the client's signature algorithms allow.
@@ -210,6 +237,7 @@ bool CertEntry::skips_mtls(std::string_view path) const {
 }
 
 void CertIndex::add(std::string_view sni, const CertEntryPtr& e) {
+  any_mtls_ = any_mtls_ || e->verifies_clients();
   std::string name = lower_name(sni);
   if (name == "*") {
     if (!any_) {

@@ -57,6 +57,11 @@ class CertEntry {
 
   const std::string& id() const { return id_; }
   const std::vector<Pair>& pairs() const { return pairs_; }
+  // The session id context apply() gives a handshake: a digest of the object's id, its
+  // certificates and its client verification, so a session made under one object (or under
+  // settings since changed) is never resumed under another.
+  const unsigned char* session_id_context() const { return sid_ctx_; }
+  static constexpr unsigned kSessionIdContextLength = 32;
   bool verifies_clients() const { return client_store_ != nullptr; }
   // Client certificates are checked per request (skip_mtls_uri_regex), not in the handshake.
   bool verify_per_request() const { return !skip_.empty(); }
@@ -69,9 +74,7 @@ class CertEntry {
   int depth_ = 1;
   std::vector<pcre2_code_8*> skip_;
   int min_version_ = 0, max_version_ = 0;  // 0: the listener's
-  // Sessions resume only under the object that made them: a session verified against one
-  // object's client CA must not pass for another's.
-  unsigned char sid_ctx_[SSL_MAX_SID_CTX_LENGTH];
+  unsigned char sid_ctx_[kSessionIdContextLength] = {};
 };
 
 using CertEntryPtr = std::shared_ptr<const CertEntry>;
@@ -89,11 +92,15 @@ class CertIndex {
   const CertEntryPtr* find(std::string_view sni) const;
   const CertEntryPtr* find_id(const std::string& id) const;
   size_t size() const { return exact_.size() + wild_.size() + (any_ ? 1 : 0); }
+  // Some server object verifies client certificates: requests must then be checked against
+  // the object their Host names (ClientConn::tls_client_ok).
+  bool any_client_verification() const { return any_mtls_; }
 
  private:
   std::unordered_map<std::string, CertEntryPtr> exact_;
   std::unordered_map<std::string, CertEntryPtr> wild_;  // "*.x.y" stored as "x.y"
   CertEntryPtr any_;                                    // "*"
+  bool any_mtls_ = false;
   std::unordered_map<std::string, CertEntryPtr> by_id_;
 };
 

@@ -255,16 +255,16 @@ int ServerContext::on_client_hello(SSL* ssl, int* alert, void* arg) {
   const CertIndex* certs = host != nullptr ? host->certs() : nullptr;
   const CertEntryPtr* e = nullptr;
   if (certs != nullptr) {
-    e = certs->find(sni);
-    if (e == nullptr && !self->opts_.fallback_sni.empty()) {
-      e = certs->find(self->opts_.fallback_sni);
-    }
+    // fallback_sni stands in for a missing SNI only (apisix/ssl.lua server_name()): a name
+    // no object covers fails, it does not get the fallback's certificate.
+    e = certs->find(sni.empty() ? std::string_view(self->opts_.fallback_sni) : sni);
   }
   if (e == nullptr) {
     if (sni.empty()) {
-      SLUICE_LOG(kWarn,
-                 "failed to find SNI: the client sent none and no fallback_sni certificate "
-                 "covers it");
+      SLUICE_LOG(kWarn, "failed to find SNI: the client sent none{}",
+                 self->opts_.fallback_sni.empty()
+                     ? " and apisix.ssl.fallback_sni is not set"
+                     : ", and no ssls object covers fallback_sni " + self->opts_.fallback_sni);
     } else {
       SLUICE_LOG(kWarn, "failed to find any SSL certificate by SNI: {}", sni);
     }

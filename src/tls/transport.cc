@@ -387,15 +387,26 @@ io::Outbox::Result TlsTransport::write(io::Outbox& out, int* err) {
   }
 }
 
-void TlsTransport::shutdown_write() {
-  if (done_ && !out_busy_) {
-    SSL_shutdown(ssl_);  // close_notify into out_
-    if (!out_.empty()) {
-      io::send_now(sock_.fd(), out_.data(), out_.size());
-      out_.clear();
-    }
-    ERR_clear_error();
+void TlsTransport::close_notify() {
+  if (!done_ || failed_ || (SSL_get_shutdown(ssl_) & SSL_SENT_SHUTDOWN) != 0) {
+    return;
   }
+  if (out_busy_ || !out_.empty()) {
+    // Response bytes are still on their way: a close_notify cannot overtake them. The session
+    // stays resumable all the same.
+    SSL_set_shutdown(ssl_, SSL_SENT_SHUTDOWN);
+    return;
+  }
+  SSL_shutdown(ssl_);  // close_notify into out_
+  if (!out_.empty()) {
+    io::send_now(sock_.fd(), out_.data(), out_.size());
+    out_.clear();
+  }
+  ERR_clear_error();
+}
+
+void TlsTransport::shutdown_write() {
+  close_notify();
   sock_.shutdown_write();
 }
 

@@ -58,6 +58,10 @@ class TlsTransport final : public io::Transport, public HandshakeHost {
   const std::string& error() const { return error_; }
   // Gives back the buffers of an idle connection (nothing buffered, nothing in flight).
   void release_buffers();
+  // The connection is about to close: sends close_notify when it can go at once, so the
+  // peer can tell a complete response from a cut one, and keeps the session resumable
+  // (OpenSSL drops a session whose connection ended without a shutdown).
+  void close_notify();
 
  private:
   friend struct BioMethods;
