@@ -3,6 +3,7 @@
 
     sluice bench [options]                       run the benchmark (see --help)
     sluice bench compare a.json b.json [--out D] put several machines' runs side by side
+    sluice bench tls [options]                   TLS termination against nginx (see --help)
 """
 
 import os
@@ -10,12 +11,14 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from benchkit import compare_cli, runner  # noqa: E402
+from benchkit import compare_cli, runner, tls_run  # noqa: E402
 
 
 def main(argv):
     if argv and argv[0] == "compare":
         return compare_cli.main(argv[1:])
+    if argv and argv[0] == "tls":
+        return tls_run.main(argv[1:])
     return runner.main(argv)
 
 

@@ -163,7 +163,7 @@ apisix:
   node_listen:
     - {port}
   ssl:
-    enable: false
+{ssl}
 nginx_config:
   worker_processes: {workers}
   error_log_level: warn
@@ -196,7 +196,10 @@ class Sluice(Target):
     articles create it on APISIX."""
     kind = "sluice"
 
-    def __init__(self, binary, upstream, workdir, workers, cpus, name="Sluice"):
+    def __init__(self, binary, upstream, workdir, workers, cpus, name="Sluice",
+                 ssl_yaml="    enable: false"):
+        """`ssl_yaml`: the lines under apisix.ssl (indented 4); the HTTPS listener is off
+        unless a caller (`sluice bench tls`) gives it a port."""
         super().__init__(name)
         d = os.path.join(workdir, "sluice")
         os.makedirs(d, exist_ok=True)
@@ -205,6 +208,7 @@ class Sluice(Target):
         with open(conf, "w") as f:
             f.write(SLUICE_CONFIG.format(port=self.port, workers=workers,
                                          admin_port=self.admin_port, key=ADMIN_KEY,
+                                         ssl=ssl_yaml,
                                          data_dir=os.path.join(d, "data"),
                                          metrics_port=free_port()))
         self.version = "sluice " + (_tool_version([binary, "version"], r"sluice (\S+)") or "?")
