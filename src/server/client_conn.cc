@@ -256,8 +256,8 @@ bool ClientConn::tls_client_ok() {
       return false;
     }
     if (t.client_verify != "SUCCESS") {
-      SLUICE_LOG(kError, "client {}: client certificate verification is not passed: {}",
-                 peer_ip_, t.client_verify);
+      SLUICE_LOG(kError, "client {}: client certificate verification is not passed: {}", peer_ip_,
+                 t.client_verify);
       return false;
     }
   }
