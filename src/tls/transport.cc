@@ -95,8 +95,7 @@ struct BioMethods {
 TlsTransport::TlsTransport(io::SocketTransport& sock, SSL* ssl) : sock_(sock), ssl_(ssl) {
   bio_ = BIO_new(BioMethods::get());
   BIO_set_data(bio_, this);
-  SSL_set_bio(ssl_, bio_, bio_);  // one reference each way; SSL_free frees it
-  BIO_up_ref(bio_);
+  SSL_set_bio(ssl_, bio_, bio_);  // the same BIO both ways takes our one reference
   SSL_set_app_data(ssl_, static_cast<HandshakeHost*>(this));
 }
 
