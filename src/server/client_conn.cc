@@ -175,6 +175,12 @@ ClientConn::Step ClientConn::read_head() {
   bool was_empty = in_.empty();
   bool eof = false;
   Step s = read_client(&eof);
+  if (tls_ && !handshake_timed_ && tls_->handshake_done()) [[unlikely]] {
+    handshake_timed_ = true;  // the handshake's deadline is over: the head's own applies
+    if (in_.empty()) {
+      arm_timer(w_.settings().header_timeout_ms);
+    }
+  }
   if (s == Step::kWait && in_.empty() && !transport_->read_pending()) {
     if (w_.draining()) {
       close_now();  // the read a drain let finish brought nothing

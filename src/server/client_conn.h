@@ -178,8 +178,9 @@ class ClientConn final : public io::IoHandler, public Downstream {
   http::BodyKind req_body_ = http::BodyKind::kNone;
   uint64_t req_left_ = 0;
   bool req_body_done_ = true;
-  size_t body_consume_ = 0;  // in_ bytes the body piece handed out spans
-  bool chunks_out_ = false;  // the response body goes out as chunks
+  size_t body_consume_ = 0;       // in_ bytes the body piece handed out spans
+  bool chunks_out_ = false;       // the response body goes out as chunks
+  bool handshake_timed_ = false;  // TLS: the handshake finished and its deadline was lifted
 };
 
 }  // namespace sluice::server

@@ -877,6 +877,17 @@ def test_handshake_slowloris_default_deadline(make_gateway, upstream, certs):
     assert_healthy(gw, certs)
 
 
+@pytest.mark.skipif(SLOW, reason="SLUICE_SKIP_SLOW=1: idles 12 s after a handshake")
+def test_handshake_deadline_ends_with_the_handshake(make_gateway, upstream, certs):
+    """The 10 s deadline is the handshake's: a client that finished it and sends its first
+    request 12 s later (a browser's preconnect) is still served, under client_header_timeout
+    (60 s by default)."""
+    gw = tls_gateway(make_gateway, upstream, standard_ssls(certs))
+    with TlsClient(gw.https_port, "a.test", client_ctx()) as c:
+        time.sleep(12)
+        assert c.get("/late").status == 200
+
+
 def test_handshake_flood_keeps_established_connection_answering(make_gateway, upstream,
                                                                  certs):
     gw = tls_gateway(make_gateway, upstream, standard_ssls(certs), workers=2)
