@@ -80,15 +80,17 @@ std::shared_ptr<const tls::CertIndex> build_cert_index(const std::vector<SslConf
   for (const SslConf* s : order) {
     tls::CertSource src;
     std::string why;
+    tls::CertEntryPtr e;
     if (!to_source(*s, &src, &why)) {
       warnings->push_back(fmt::format("ssl {}: {}; its certificate is not served", s->id, why));
-      continue;
-    }
-    common::Status err;
-    tls::CertEntryPtr e = tls::cached_cert_entry(src, &err);
-    if (!e) {
-      warnings->push_back(fmt::format("{}; its certificate is not served", err.message()));
-      continue;
+      e = tls::CertEntry::broken(s->id, why);
+    } else {
+      common::Status err;
+      e = tls::cached_cert_entry(src, &err);
+      if (!e) {
+        warnings->push_back(fmt::format("{}; its certificate is not served", err.message()));
+        e = tls::CertEntry::broken(s->id, err.message());
+      }
     }
     if (s->type == SslType::kClient) {
       index->add_by_id(s->id, e);

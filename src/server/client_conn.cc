@@ -244,17 +244,33 @@ bool ClientConn::tls_client_ok() {
   if (certs == nullptr || !certs->any_client_verification()) {
     return true;  // the common case: one flag read
   }
+  const http::TlsInfo& t = tls_->info();
+  // Paths are matched as routes see them ($uri: decoded, dot segments resolved), never raw.
+  std::string_view path = msg_->req.uri;
+  // The handshake's own object first: one that deferred its check to the request (a
+  // skip_mtls_uri_regex) lets a client in without a certificate, so no Host may lift that.
+  if (const tls::CertEntryPtr& by_sni = tls_->cert(); by_sni && by_sni->verify_per_request() &&
+                                                      t.client_verify != "SUCCESS" &&
+                                                      !by_sni->skips_mtls(path)) {
+    SLUICE_LOG(kError, "client {}: client certificate {}", peer_ip_,
+               t.client_verify == "NONE"
+                   ? std::string("was not present")
+                   : "verification is not passed: " + std::string(t.client_verify));
+    return false;
+  }
   std::string_view host = msg_->req.host;
   if (size_t colon = host.rfind(':'); colon != std::string_view::npos && !host.starts_with('[')) {
     host = host.substr(0, colon);  // the port
+  }
+  if (!host.empty() && host.back() == '.') {
+    host.remove_suffix(1);  // nginx's $host drops it
   }
   const tls::CertEntryPtr* by_host = certs->find(host);
   if (by_host == nullptr || !(*by_host)->verifies_clients()) {
     return true;
   }
-  const http::TlsInfo& t = tls_->info();
   if (t.client_verify != "SUCCESS" || tls_->cert() != *by_host) {
-    if ((*by_host)->verify_per_request() && (*by_host)->skips_mtls(msg_->req.path)) {
+    if ((*by_host)->verify_per_request() && (*by_host)->skips_mtls(path)) {
       return true;
     }
     if (t.client_verify == "NONE") {

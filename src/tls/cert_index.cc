@@ -175,15 +175,30 @@ StatusOr<std::shared_ptr<const CertEntry>> CertEntry::load(const CertSource& src
     pcre2_jit_compile(code, PCRE2_JIT_COMPLETE);
     e->skip_.push_back(code);
   }
+  bool listed[3] = {false, false, false};  // 1.1, 1.2, 1.3
   for (const std::string& p : src.protocols) {
     int v = version_of(p);
     e->min_version_ = e->min_version_ == 0 ? v : std::min(e->min_version_, v);
     e->max_version_ = std::max(e->max_version_, v);
+    listed[v == TLS1_1_VERSION ? 0 : v == TLS1_2_VERSION ? 1 : 2] = true;
+  }
+  if (e->min_version_ == TLS1_1_VERSION && e->max_version_ == TLS1_3_VERSION && !listed[1]) {
+    e->no_versions_ = SSL_OP_NO_TLSv1_2;
   }
   return std::shared_ptr<const CertEntry>(std::move(e));
 }
 
+std::shared_ptr<const CertEntry> CertEntry::broken(const std::string& id, const std::string& why) {
+  auto e = std::make_shared<CertEntry>();
+  e->id_ = id;
+  e->broken_ = why.empty() ? std::string("it could not be loaded") : why;
+  return e;
+}
+
 bool CertEntry::apply(SSL* ssl) const {
+  if (!broken_.empty()) {
+    return false;
+  }
   // Before OpenSSL looks the client's session up (the ClientHello callback runs first): a
   // session verified for another object's clients, or made under another object's name, is
   // a cache miss, and the handshake is a full one under this object's rules.
@@ -202,6 +217,9 @@ bool CertEntry::apply(SSL* ssl) const {
   if (min_version_ != 0) {
     SSL_set_min_proto_version(ssl, min_version_);
     SSL_set_max_proto_version(ssl, max_version_);
+    if (no_versions_ != 0) {
+      SSL_set_options(ssl, no_versions_);  // a gap in the list ({TLSv1.1, TLSv1.3})
+    }
     if (min_version_ < TLS1_2_VERSION) {
       SSL_set_security_level(ssl, 0);  // TLS 1.1 signs with SHA-1, below level 1
     }

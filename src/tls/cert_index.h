@@ -48,6 +48,11 @@ class CertEntry {
 
   // Errors read as APISIX's ("failed to parse cert: ..."), prefixed with the object's id.
   static common::StatusOr<std::shared_ptr<const CertEntry>> load(const CertSource& src);
+  // Stands for an object that could not be loaded, under its names: their handshakes fail
+  // (as APISIX's do) instead of falling to a wildcard sibling, which could lack its mTLS.
+  static std::shared_ptr<const CertEntry> broken(const std::string& id, const std::string& why);
+  // Why this object cannot be served, or empty.
+  const std::string& broken_reason() const { return broken_; }
 
   // Installs this object's certificates and client verification on a handshake in progress
   // (the ClientHello callback). False when OpenSSL refuses one.
@@ -68,12 +73,14 @@ class CertEntry {
 
  private:
   std::string id_;
+  std::string broken_;
   std::vector<Pair> pairs_;
   X509_STORE* client_store_ = nullptr;
   STACK_OF(X509_NAME) * client_names_ = nullptr;  // the CA names sent in CertificateRequest
   int depth_ = 1;
   std::vector<pcre2_code_8*> skip_;
   int min_version_ = 0, max_version_ = 0;  // 0: the listener's
+  uint64_t no_versions_ = 0;               // SSL_OP_NO_* for a version inside the range
   unsigned char sid_ctx_[kSessionIdContextLength] = {};
 };
 

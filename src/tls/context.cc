@@ -57,6 +57,18 @@ std::string_view parse_server_name(const unsigned char* p, size_t len) {
 
 namespace {
 
+// A client's SNI for the log: its bytes are the client's, so anything but visible ASCII is
+// shown as '?' (no line breaks or escape sequences reach the log).
+std::string printable(std::string_view sni) {
+  std::string out(sni);
+  for (char& c : out) {
+    if (c < 0x21 || c > 0x7e) {
+      c = '?';
+    }
+  }
+  return out;
+}
+
 // Session ticket keys: random, shared by every worker (one SSL_CTX), replaced every hour; a
 // ticket made with the previous key is still accepted (and renewed) for one more hour.
 class TicketKeys {
@@ -266,17 +278,24 @@ int ServerContext::on_client_hello(SSL* ssl, int* alert, void* arg) {
                      ? " and apisix.ssl.fallback_sni is not set"
                      : ", and no ssls object covers fallback_sni " + self->opts_.fallback_sni);
     } else {
-      SLUICE_LOG(kWarn, "failed to find any SSL certificate by SNI: {}", sni);
+      SLUICE_LOG(kWarn, "failed to find any SSL certificate by SNI: {}", printable(sni));
     }
     *alert = SSL_AD_UNRECOGNIZED_NAME;
     return SSL_CLIENT_HELLO_ERROR;
   }
   if (!(*e)->apply(ssl)) {
-    SLUICE_LOG(kError, "ssl {}: failed to set the certificate for SNI {}", (*e)->id(), sni);
+    if (!(*e)->broken_reason().empty()) {
+      SLUICE_LOG(kWarn, "ssl {} cannot be served ({}): handshake for SNI {} refused", (*e)->id(),
+                 (*e)->broken_reason(), printable(sni));
+    } else {
+      SLUICE_LOG(kError, "ssl {}: failed to set the certificate for SNI {}", (*e)->id(),
+                 printable(sni));
+    }
     *alert = SSL_AD_INTERNAL_ERROR;
     return SSL_CLIENT_HELLO_ERROR;
   }
-  host->chose(*e, sni);
+  // Without an SNI, the fallback name is the server name (APISIX's server_name()).
+  host->chose(*e, sni.empty() ? std::string_view(self->opts_.fallback_sni) : sni);
   return SSL_CLIENT_HELLO_SUCCESS;
 }
 

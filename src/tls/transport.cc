@@ -260,7 +260,18 @@ void TlsTransport::finish_handshake() {
 }
 
 bool TlsTransport::readable() const {
-  return sock_.readable() || !in_.empty() || SSL_has_pending(ssl_) == 1;
+  // A handshake flight the socket could not take yet counts: read() is what sends it.
+  return sock_.readable() || !in_.empty() || SSL_has_pending(ssl_) == 1 ||
+         (!done_ && (out_busy_ || !out_.empty()));
+}
+
+void TlsTransport::send_alert() {
+  // A fatal alert OpenSSL wrote on failing (unrecognized_name, certificate_required, ...):
+  // the peer learns why, as from nginx, instead of seeing a bare close.
+  if (!out_busy_ && !out_.empty()) {
+    io::send_now(sock_.fd(), out_.data(), out_.size());
+    out_.clear();
+  }
 }
 
 io::Transport::Read TlsTransport::read(io::Buffer& b, size_t max_buffer) {
@@ -300,6 +311,7 @@ io::Transport::Read TlsTransport::read(io::Buffer& b, size_t max_buffer) {
     }
     bool want_write = false;
     if (on_ssl_error(ret, &want_write) == Pump::kEof) {
+      send_alert();
       return Read::kEof;
     }
     // Handshake messages (and alerts) go out before we wait for the peer's answer.

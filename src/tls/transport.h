@@ -74,6 +74,7 @@ class TlsTransport final : public io::Transport, public HandshakeHost {
   // After a failed SSL call: what the codec should see.
   Pump on_ssl_error(int ret, bool* want_write);
   void finish_handshake();
+  void send_alert();
   // BIO callbacks.
   int bio_read(char* dst, int len);
   int bio_write(const char* src, int len);

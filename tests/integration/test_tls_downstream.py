@@ -432,6 +432,41 @@ def test_mtls_skip_regex(make_gateway, upstream, certs):
     assert log_has(gw, r"client certificate verification is not passed")
 
 
+def test_mtls_skip_regex_cannot_be_lifted(make_gateway, upstream, certs):
+    """A connection that skipped its certificate (skip.test defers the check to each request)
+    gets nothing more by another Host, nor by a raw path that only looks exempt: the regex
+    sees the path as routes do (`$uri`, dot segments resolved)."""
+    gw = tls_gateway(make_gateway, upstream, mtls_ssls(certs))
+    port = gw.https_port
+    none = client_with(certs)
+    for host in ("nothing.test", "open.test"):
+        assert https_get(port, "skip.test", "/private", ctx=none, host=host).status == 400, host
+    assert https_get(port, "skip.test", "/public/../private", ctx=none).status == 400
+    assert https_get(port, "skip.test", "/public/./x", ctx=none).status == 200
+
+
+def test_an_ssl_that_cannot_be_loaded_refuses_its_names(make_gateway, upstream, certs):
+    """secure.test's object needs its CA from the environment, which is unset: its names fail
+    the handshake (as in APISIX) instead of falling to the `*` object, which verifies no
+    client; the log says why."""
+    ssls = mtls_ssls(certs)
+    ssls["secure"]["client"]["ca"] = "$env://SLUICE_TEST_UNSET_CA"
+    gw = tls_gateway(make_gateway, upstream, ssls)
+    assert refused(lambda: https_get(gw.https_port, "secure.test", "/x", ctx=client_with(certs)))
+    assert log_has(gw, r"ssl secure cannot be served \(environment variable "
+                       r"SLUICE_TEST_UNSET_CA is not set\): handshake for SNI secure\.test "
+                       r"refused"), gw.log_tail()
+    assert https_get(gw.https_port, "other.test", "/x").status == 200  # `*` still serves
+
+
+def test_unknown_sni_gets_the_alert(make_gateway, upstream, certs):
+    """The refusal reaches the client as an unrecognized_name alert, not a bare close."""
+    gw = tls_gateway(make_gateway, upstream, {"open": certs.ssl_body("open", ["open.test"])})
+    with pytest.raises(ssl.SSLError) as e:
+        https_get(gw.https_port, "nowhere.test", "/")
+    assert "UNRECOGNIZED_NAME" in str(e.value).upper(), e.value
+
+
 def test_mtls_host_must_equal_sni(make_gateway, upstream, certs):
     gw = tls_gateway(make_gateway, upstream, mtls_ssls(certs))
     port = gw.https_port
