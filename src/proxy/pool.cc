@@ -13,14 +13,21 @@ std::unique_ptr<UpstreamConn> Pool::take(const std::string& key) {
   }
   std::unique_ptr<UpstreamConn> c = std::move(it->second.back());
   it->second.pop_back();
+  if (it->second.empty()) {
+    idle_.erase(it);  // keys may come from client Host headers (TLS): none is kept empty
+  }
   io::TimerQueue::cancel(c->idle_timer);
   c->pool = nullptr;
   return c;
 }
 
 void Pool::put(std::unique_ptr<UpstreamConn> c, uint32_t max_idle, uint32_t idle_ms) {
+  if (idle_ms == 0 || max_idle == 0) {
+    loop_.retire(std::move(c));
+    return;
+  }
   auto& list = idle_[c->key()];
-  if (list.size() >= max_idle || idle_ms == 0) {
+  if (list.size() >= max_idle) {
     loop_.retire(std::move(c));
     return;
   }
@@ -44,6 +51,9 @@ void Pool::evict(UpstreamConn* c) {
   c->pool = nullptr;
   loop_.retire(std::move(*pos));
   list.erase(pos);
+  if (list.empty()) {
+    idle_.erase(it);
+  }
 }
 
 void Pool::clear() {

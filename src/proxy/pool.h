@@ -1,6 +1,8 @@
 #pragma once
-// A worker's keep-alive pool of idle upstream connections, keyed by node address. Most
-// recently used first, so a few warm connections carry the load and the rest age out.
+// A worker's keep-alive pool of idle upstream connections, keyed by node address (and, for TLS,
+// by server name and client context too: a connection made for one name or certificate never
+// serves another). Most recently used first, so a few warm connections carry the load and the
+// rest age out.
 
 #include <memory>
 #include <string>
