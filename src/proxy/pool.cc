@@ -16,9 +16,17 @@ std::unique_ptr<UpstreamConn> Pool::take(const std::string& key) {
   if (it->second.empty()) {
     idle_.erase(it);  // keys may come from client Host headers (TLS): none is kept empty
   }
+  forget(c->key());
   io::TimerQueue::cancel(c->idle_timer);
   c->pool = nullptr;
   return c;
+}
+
+void Pool::forget(const std::string& key) {
+  auto n = per_node_.find(node_of(key));
+  if (n != per_node_.end() && --n->second == 0) {
+    per_node_.erase(n);
+  }
 }
 
 void Pool::put(std::unique_ptr<UpstreamConn> c, uint32_t max_idle, uint32_t idle_ms) {
@@ -26,11 +34,17 @@ void Pool::put(std::unique_ptr<UpstreamConn> c, uint32_t max_idle, uint32_t idle
     loop_.retire(std::move(c));
     return;
   }
-  auto& list = idle_[c->key()];
-  if (list.size() >= max_idle) {
+  std::string_view node = node_of(c->key());
+  auto n = per_node_.find(node);
+  if (n != per_node_.end() && n->second >= max_idle) {
     loop_.retire(std::move(c));
     return;
   }
+  if (n == per_node_.end()) {
+    n = per_node_.emplace(std::string(node), 0).first;
+  }
+  ++n->second;
+  auto& list = idle_[c->key()];
   c->owner = nullptr;
   c->pool = this;
   loop_.arm(c->idle_timer, idle_ms);
@@ -47,6 +61,7 @@ void Pool::evict(UpstreamConn* c) {
   if (pos == list.end()) {
     return;
   }
+  forget(c->key());
   io::TimerQueue::cancel(c->idle_timer);
   c->pool = nullptr;
   loop_.retire(std::move(*pos));
@@ -65,6 +80,7 @@ void Pool::clear() {
     }
   }
   idle_.clear();
+  per_node_.clear();
 }
 
 size_t Pool::idle_count() const {
