@@ -330,6 +330,9 @@ void H1UpstreamRequest::release(bool reusable) {
     }
     env_.pool->put(std::move(conn_), target_.pool_size, target_.pool_idle_ms);
   } else {
+    if (tls::TlsTransport* tls = conn_->tls(); tls != nullptr && tls->error().empty()) {
+      tls->close_notify();  // a clean end for the upstream, as nginx's ngx_ssl_shutdown
+    }
     env_.loop->retire(std::move(conn_));
   }
 }
