@@ -49,9 +49,12 @@ enum class PassHost { kPass, kNode, kRewrite };
 // Thread: any (value type)
 struct UpstreamTlsConf {
   std::string client_cert, client_key;  // PEM (or $env:// reference); both or neither
-  std::string client_cert_id;           // an `ssls` object of type client, instead of the two
-  std::optional<bool> verify;           // check the node's certificate; absent: off (APISIX)
-  std::vector<std::string> ca_certs;    // PEM CAs verify trusts; empty: ssl_trusted_certificate
+  // Why a client_key sealed with apisix.data_encryption's keyring did not open; empty: it
+  // did, or it was PEM text (decode_upstream_tls reveals it).
+  std::string client_key_error;
+  std::string client_cert_id;         // an `ssls` object of type client, instead of the two
+  std::optional<bool> verify;         // check the node's certificate; absent: off (APISIX)
+  std::vector<std::string> ca_certs;  // PEM CAs verify trusts; empty: ssl_trusted_certificate
 };
 
 // Thread: any (value type)

@@ -4,6 +4,7 @@
 
 #include "config/field_decoder.h"
 #include "config/pem_check.h"
+#include "config/secret_fields.h"
 
 namespace sluice::config {
 
@@ -70,6 +71,16 @@ StatusOr<UpstreamTlsConf> decode_upstream_tls(const Json& v) {
   if (!d.ok()) {
     return d.status();
   }
+  // A key sealed at rest becomes its PEM again (APISIX's fetch_pkey); a failure is reported
+  // after the schema, by check_upstream_tls, as APISIX's validate reports it.
+  if (!t.client_key.empty()) {
+    auto clear = reveal_pem(t.client_key);
+    if (clear.is_ok()) {
+      t.client_key = std::move(clear).value();
+    } else {
+      t.client_key_error = clear.status().message();
+    }
+  }
   return t;
 }
 
@@ -90,11 +101,17 @@ Status check_upstream_tls(const UpstreamConf& u) {
       return Status::error(fmt::format("tls.ca_certs[{}]: {}", i + 1, st.message()));
     }
   }
+  // APISIX's ssl.validate order: the certificate, then the key decrypted, then parsed.
+  if (!t.client_cert.empty() && !is_reference(t.client_cert)) {
+    if (Status st = check_certificate_pem(t.client_cert); !st.is_ok()) {
+      return st;
+    }
+  }
+  if (!t.client_key_error.empty()) {
+    return Status::error("failed to decrypt previous encrypted key: " + t.client_key_error);
+  }
   if (t.client_cert.empty() || is_reference(t.client_cert) || is_reference(t.client_key)) {
     return Status::ok();  // a reference is checked when it is read
-  }
-  if (Status st = check_certificate_pem(t.client_cert); !st.is_ok()) {
-    return st;
   }
   if (Status st = check_private_key_pem(t.client_key); !st.is_ok()) {
     return st;

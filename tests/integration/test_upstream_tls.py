@@ -225,6 +225,26 @@ def test_client_certificate_by_id_over_the_admin_api(make_gateway, make_nginx, p
     assert "failed to get ssl cert: ssl id [c1] not exits" in gw.log_text(), gw.log_tail()
 
 
+def test_inline_client_key_is_sealed_at_rest(make_gateway, make_nginx, pki):
+    """The Admin API stores tls.client_key sealed with the keyring (APISIX's default one
+    here), as APISIX's check_upstream_conf does; the upstream still gets the certificate."""
+    ng = make_nginx([{"cert": "server", "mtls": True}])
+    gw = make_gateway(admin=True, config=_trusting(pki))
+    key = _read(os.path.join(pki, "client.key"))
+    up = {"type": "roundrobin", "scheme": "https", "nodes": {ng.node(): 1},
+          "tls": {"client_cert": _read(os.path.join(pki, "client.pem")), "client_key": key}}
+    r = gw.admin("PUT", "/routes/r1", {"uri": "/r1", "upstream": up})
+    assert r.status == 201, r
+    sealed = r.value["upstream"]["tls"]["client_key"]
+    assert "PRIVATE KEY" not in sealed and sealed != key, sealed[:80]
+    assert gw.admin("GET", "/routes/r1").value["upstream"]["tls"]["client_key"] == sealed
+
+    def ok():
+        r = get(gw.port, "/r1")
+        return r.status == 200 and r.header("X-Client-Verify") == "SUCCESS"
+    assert harness.wait_until(ok, 5), get(gw.port, "/r1")
+
+
 def test_tls_fields_are_checked(make_gateway, pki):
     gw = make_gateway(admin=True)
     base = {"type": "roundrobin", "scheme": "https", "nodes": {"127.0.0.1:1": 1}}

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "config/resources.h"
+#include "config/secret_fields.h"
 
 namespace sluice::config {
 namespace {
@@ -128,7 +129,8 @@ TEST(UpstreamTls, RulesAfterTheSchema) {
       {https_upstream(
            Json{{"client_cert", tls_pem("cert.pem")}, {"client_key", std::string(200, 'x')}}
                .dump()),
-       "failed to parse key: not a PEM block (no \"-----BEGIN\" line)"},
+       // Not PEM text: with a keyring (APISIX's default one here) it is taken as sealed.
+       "failed to decrypt previous encrypted key: decrypt ssl key failed"},
       {https_upstream(pair_tls("cert.pem", "other_key.pem").dump()),
        "failed to handle cert-key pair: the key does not match the certificate"},
       {https_upstream(R"({"verify": true, "ca_certs": [")" + std::string(200, 'x') + R"("]})"),
@@ -151,6 +153,45 @@ TEST(UpstreamTls, RulesAfterTheSchema) {
   EXPECT_TRUE(
       decode_upstream(https_upstream(R"({"client_cert": "$env://C", "client_key": "$env://K"})"))
           .is_ok());
+}
+
+// Sealed at rest as APISIX seals it (the Admin API writes it so; etcd may hold APISIX's); a
+// decoded upstream holds the PEM again.
+TEST(UpstreamTls, ASealedClientKeyIsReadBack) {
+  for (const char* kind : {"upstreams", "routes", "services"}) {
+    SCOPED_TRACE(kind);
+    Json up = https_upstream(pair_tls("cert.pem", "key.pem").dump());
+    Json obj = std::string_view(kind) == "upstreams" ? up : Json{{"upstream", up}};
+    if (std::string_view(kind) == "routes") {
+      obj["uri"] = "/a";
+    }
+    ASSERT_TRUE(seal_secrets(kind, &obj));
+    const Json& tls = std::string_view(kind) == "upstreams" ? obj["tls"] : obj["upstream"]["tls"];
+    EXPECT_EQ(tls["client_key"].get<std::string>().find("PRIVATE KEY"), std::string::npos);
+    EXPECT_EQ(tls["client_cert"], tls_pem("cert.pem"));  // certificates are public
+    std::optional<UpstreamConf> u;
+    if (std::string_view(kind) == "upstreams") {
+      auto d = decode_upstream(obj);
+      ASSERT_TRUE(d.is_ok()) << d.status().message();
+      u = *d;
+    } else if (std::string_view(kind) == "routes") {
+      auto d = decode_route(obj);
+      ASSERT_TRUE(d.is_ok()) << d.status().message();
+      u = d->upstream;
+    } else {
+      auto d = decode_service(obj);
+      ASSERT_TRUE(d.is_ok()) << d.status().message();
+      u = d->upstream;
+    }
+    ASSERT_TRUE(u && u->tls);
+    EXPECT_EQ(u->tls->client_key, tls_pem("key.pem"));
+  }
+  // Sealed under a key this keyring does not have: APISIX's text.
+  Json up = https_upstream(pair_tls("cert.pem", "key.pem").dump());
+  up["tls"]["client_key"] = std::string(200, 'A');
+  auto u = decode_upstream(up);
+  ASSERT_FALSE(u.is_ok());
+  EXPECT_THAT(u.status().message(), StartsWith("failed to decrypt previous encrypted key: "));
 }
 
 }  // namespace
