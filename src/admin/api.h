@@ -59,6 +59,7 @@ class Api {
   server::AdminResponse write(const Call& c, const std::string& id, config::Json obj, bool created,
                               int64_t create_time, int64_t ttl, std::optional<int64_t> expect);
   common::Status check_references(const config::Json& obj, const Kind& kind);
+  common::Status check_client_cert_ref(const config::Json& obj, const Kind& kind);
   std::string key_of(const Kind& kind, std::string_view id) const;
 
   Auth auth_;

@@ -173,6 +173,36 @@ Status Api::check_references(const Json& obj, const Kind& kind) {
                                        r.what, r.what, *id));
     }
   }
+  return check_client_cert_ref(obj, kind);
+}
+
+// An upstream's tls.client_cert_id (inline in a route or a service too) must name an `ssls`
+// object of type client, as APISIX's check_upstream_conf requires.
+Status Api::check_client_cert_ref(const Json& obj, const Kind& kind) {
+  const Json* up = kind.name == "upstreams" ? &obj : nullptr;
+  if ((kind.name == "routes" || kind.name == "services") && obj.contains("upstream")) {
+    up = &obj["upstream"];
+  }
+  if (up == nullptr || !up->is_object() || !up->contains("tls") || !(*up)["tls"].is_object()) {
+    return Status::ok();
+  }
+  auto id = body_id((*up)["tls"], "client_cert_id");
+  if (!id || id->empty()) {
+    return Status::ok();
+  }
+  auto e = store_.get(fmt::format("{}/ssls/{}", index_.prefix(), *id));
+  if (!e) {
+    return e.status();
+  }
+  if (!*e) {
+    return Status::error(
+        fmt::format("failed to fetch ssl info by ssl id [{}], response code: 404", *id));
+  }
+  Json ssl = Json::parse((*e)->value, nullptr, false);
+  if (!ssl.is_object() || ssl.value("type", "") != "client") {
+    return Status::error(
+        fmt::format("failed to fetch ssl info by ssl id [{}], wrong ssl type", *id));
+  }
   return Status::ok();
 }
 

@@ -57,6 +57,10 @@ void decode_common_fields(FieldDecoder& d, T* r) {
   d.field("update_time", &r->update_time, as_timestamp);
 }
 
+// `$secret://...` and `$env://...` stand for a PEM fetched when the certificate is loaded.
+bool is_reference(std::string_view s);
+// A PEM (128 bytes to 64 KiB, APISIX's certificate_scheme) or a reference.
+common::StatusOr<std::string> as_pem_field(const Json& v);
 // An SNI: `^\*?[0-9a-zA-Z-._]+$` (APISIX's host_def_pat).
 common::StatusOr<std::string> as_sni(const Json& v);
 // An IP address or CIDR block (APISIX's ip_def), as router::parse_cidr reads it.

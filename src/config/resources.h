@@ -45,6 +45,18 @@ struct KeepalivePoolConf {
 enum class BalancerType { kRoundRobin, kChash, kLeastConn, kEwma };
 enum class PassHost { kPass, kNode, kRewrite };
 
+// An upstream's `tls`: how https connections to it are made.
+// Thread: any (value type)
+struct UpstreamTlsConf {
+  std::string client_cert, client_key;  // PEM (or $env:// reference); both or neither
+  // Why a client_key sealed with apisix.data_encryption's keyring did not open; empty: it
+  // did, or it was PEM text (decode_upstream_tls reveals it).
+  std::string client_key_error;
+  std::string client_cert_id;         // an `ssls` object of type client, instead of the two
+  std::optional<bool> verify;         // check the node's certificate; absent: off (APISIX)
+  std::vector<std::string> ca_certs;  // PEM CAs verify trusts; empty: ssl_trusted_certificate
+};
+
 // Thread: any (value type)
 struct UpstreamConf {
   std::string id;  // empty for an inline upstream
@@ -58,7 +70,8 @@ struct UpstreamConf {
   KeepalivePoolConf keepalive_pool;
   PassHost pass_host = PassHost::kPass;
   std::string upstream_host;    // required when pass_host == rewrite
-  std::string scheme = "http";  // http | https | grpc | grpcs
+  std::string scheme = "http";  // http | https (grpc | grpcs are refused)
+  std::optional<UpstreamTlsConf> tls;
   std::string hash_on = "vars";
   std::string key;
   Json checks;  // as sent (GET returns it unchanged); null when absent

@@ -15,18 +15,16 @@ namespace sluice::config {
 using common::Status;
 using common::StatusOr;
 
-namespace {
-
-// `$secret://...` and `$env://...` stand for a PEM fetched when the certificate is loaded.
 bool is_reference(std::string_view s) { return is_secret_reference(s); }
 
-// A PEM (128 bytes to 64 KiB) or a reference.
 StatusOr<std::string> as_pem_field(const Json& v) {
   if (v.is_string() && is_reference(v.get_ref<const std::string&>())) {
     return v.get<std::string>();
   }
   return as_string(v, 128, 64 * 1024);
 }
+
+namespace {
 
 // An array of PEMs; unlike as_string_array, equal items are allowed.
 StatusOr<std::vector<std::string>> as_pem_array(const Json& v) {

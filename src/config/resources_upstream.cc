@@ -1,5 +1,5 @@
 // decode_upstream: APISIX 3.x's upstream schema, plus the checks APISIX makes in code
-// (chash needs a key, rewrite needs upstream_host).
+// (chash needs a key, rewrite needs upstream_host, tls certificates parse).
 
 #include <fmt/format.h>
 
@@ -8,6 +8,7 @@
 #include "config/field_decoder.h"
 #include "config/upstream_checks.h"
 #include "config/upstream_nodes.h"
+#include "config/upstream_tls.h"
 #include "router/expr.h"
 #include "upstream/hash_key.h"
 
@@ -84,15 +85,16 @@ void decode_connection_fields(FieldDecoder& d, UpstreamConf* u) {
   d.field("upstream_host", &u->upstream_host, as_host);
   d.field("scheme", &u->scheme, [](const Json& v) -> StatusOr<std::string> {
     auto s = as_enum(v, {"http", "https", "grpc", "grpcs"});
-    if (s.is_ok() && *s != "http") {
-      // Accepting it would send plaintext HTTP/1.1 where the operator asked for TLS or gRPC.
+    if (s.is_ok() && (*s == "grpc" || *s == "grpcs")) {
+      // Accepting it would send HTTP/1.1 where the operator asked for gRPC (HTTP/2).
       return Status::error(fmt::format(
-          "scheme \"{}\" is not supported yet: Sluice speaks only plaintext HTTP/1.1 to "
-          "upstreams for now, and will not send a request meant for {} in plaintext",
-          *s, *s == "grpc" ? "gRPC" : "TLS"));
+          "scheme \"{}\" is not supported yet: Sluice speaks HTTP/1.1 (plaintext or TLS) to "
+          "upstreams for now, and gRPC needs HTTP/2",
+          *s));
     }
     return s;
   });
+  d.field("tls", &u->tls, decode_upstream_tls);
 }
 
 void check_upstream_shape(FieldDecoder& d) {
@@ -183,6 +185,9 @@ Status check_upstream_rules(const UpstreamConf& u) {
   if (u.pass_host == PassHost::kRewrite && u.upstream_host.empty()) {
     return Status::error("`upstream_host` can't be empty when `pass_host` is `rewrite`");
   }
+  if (Status st = check_upstream_tls(u); !st.is_ok()) {
+    return st;
+  }
   if (u.type == BalancerType::kChash && u.hash_on != "consumer" && u.key.empty()) {
     return Status::error("missing key");
   }
@@ -198,12 +203,9 @@ StatusOr<UpstreamConf> decode_upstream_fields(const Json& obj) {
   for (const char* name : {"discovery_type", "service_name", "discovery_args"}) {
     d.unsupported(name, fmt::format("service discovery is not supported (found {})", name));
   }
-  d.unsupported("tls",
-                "tls (client_cert, client_key) is not supported yet: Sluice does not speak TLS "
-                "to upstreams yet, so the client certificate would never be presented");
   d.only({"id", "name", "desc", "labels", "create_time", "update_time", "type", "nodes", "retries",
           "retry_timeout", "timeout", "keepalive_pool", "pass_host", "upstream_host", "scheme",
-          "hash_on", "key", "checks"});
+          "tls", "hash_on", "key", "checks"});
   decode_common_fields(d, &u);
   decode_balancing_fields(d, &u);
   decode_connection_fields(d, &u);

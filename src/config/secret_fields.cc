@@ -15,6 +15,11 @@ namespace {
 constexpr SecretField kSecretFields[] = {
     {"ssls", "key", SecretGate::kKeyring, true, "ssl key"},
     {"ssls", "keys/*", SecretGate::kKeyring, true, "ssl key"},
+    // An upstream's client key, sealed by APISIX's check_upstream_conf with the same
+    // aes_encrypt_pkey as an ssl's (and read back by its fetch_pkey).
+    {"upstreams", "tls/client_key", SecretGate::kKeyring, true, "ssl key"},
+    {"routes", "upstream/tls/client_key", SecretGate::kKeyring, true, "ssl key"},
+    {"services", "upstream/tls/client_key", SecretGate::kKeyring, true, "ssl key"},
 };
 const SecretField& kSslKey = kSecretFields[0];
 

@@ -22,17 +22,24 @@ upstream::Timeouts to_timeouts(const TimeoutConf& t) {
   return {to_ms(t.connect), to_ms(t.send), to_ms(t.read)};
 }
 
-std::string host_header(const std::string& host, uint16_t port) {
+// The Host a node gets under pass_host: node: its port only when not the scheme's own, as
+// APISIX's parse_server_for_upstream_host writes it.
+std::string host_header(const std::string& host, uint16_t port, const std::string& scheme) {
   bool v6 = host.find(':') != std::string::npos;
   std::string h = v6 ? "[" + host + "]" : host;
-  return port == 80 ? h : fmt::format("{}:{}", h, port);
+  return port == (scheme == "https" ? 443 : 80) ? h : fmt::format("{}:{}", h, port);
 }
 
 class Builder {
  public:
   Builder(const ConfigSet& set, upstream::DnsCache& dns, plugin::Shared& shared,
-          health::Registry& health, BuildResult& out)
-      : set_(set), dns_(dns), shared_(shared), health_(health), out_(out) {}
+          health::Registry& health, std::string_view trusted_ca, BuildResult& out)
+      : set_(set),
+        dns_(dns),
+        shared_(shared),
+        health_(health),
+        trusted_ca_(trusted_ca),
+        out_(out) {}
 
   // Runs the link step of every served kind, in the order of kKindSteps (below).
   common::Status build(uint64_t version);
@@ -114,7 +121,7 @@ class Builder {
       node.port = n.port;
       node.weight = n.weight;
       node.priority = n.priority;
-      node.host_header = host_header(n.host, n.port);
+      node.host_header = host_header(n.host, n.port, c.scheme);
       node.ip = dns_.lookup(n.host);
       node.resolved = !node.ip.empty() && io::make_sockaddr(node.ip, n.port, &node.addr);
       if (!node.resolved) {
@@ -138,6 +145,9 @@ class Builder {
                     : c.pass_host == PassHost::kRewrite ? upstream::PassHost::kRewrite
                                                         : upstream::PassHost::kPass;
     up->upstream_host = c.upstream_host;
+    if (c.scheme == "https") {
+      set_upstream_tls(c, {&set_.ssls, snap_->certs.get(), trusted_ca_}, up.get(), &out_.warnings);
+    }
     set_balancer(c, up.get());
     add_health(c, *up);
     snap_->upstreams.push_back(std::move(up));
@@ -179,9 +189,13 @@ class Builder {
     if (!c.health_checks || up.nodes.size() < 2) {
       return;
     }
+    // A probe sends the Host (and, over https, the server name) the proxied requests would:
+    // upstream_host under pass_host: rewrite (as APISIX's checker does), else the node's.
     std::vector<health::Target> targets;
     for (const upstream::Node& n : up.nodes) {
-      targets.push_back({n.ip, n.port, n.addr, n.host_header, n.resolved && n.weight > 0});
+      const std::string& host =
+          up.pass_host == upstream::PassHost::kRewrite ? up.upstream_host : n.host_header;
+      targets.push_back({n.ip, n.port, n.addr, host, n.resolved && n.weight > 0});
     }
     up.health = health_.get(up.id, resource_key(up.id), c.checks.dump(), c.health_checks,
                             std::move(targets));
@@ -322,6 +336,7 @@ class Builder {
   upstream::DnsCache& dns_;
   plugin::Shared& shared_;
   health::Registry& health_;
+  std::string_view trusted_ca_;
   BuildResult& out_;
   snapshot::Snapshot* snap_ = nullptr;
   std::unordered_map<std::string, const upstream::Upstream*> by_upstream_id_;
@@ -345,7 +360,9 @@ size_t count_of(const ConfigSet& s) {
   return (s.*Member).size();
 }
 
+// ssls come first: upstreams name their client certificates by id (tls.client_cert_id).
 const KindStep kKindSteps[] = {
+    {"ssls", count_of<&ConfigSet::ssls>, &Builder::link_ssls},
     {"upstreams", count_of<&ConfigSet::upstreams>, &Builder::link_upstreams},
     {"services", count_of<&ConfigSet::services>, &Builder::link_services},
     {"plugin_configs", count_of<&ConfigSet::plugin_configs>, &Builder::link_plugin_configs},
@@ -353,7 +370,6 @@ const KindStep kKindSteps[] = {
     {"routes", count_of<&ConfigSet::routes>, &Builder::link_routes},
     {"consumers", count_of<&ConfigSet::consumers>, nullptr},
     {"consumer_groups", count_of<&ConfigSet::consumer_groups>, nullptr},
-    {"ssls", count_of<&ConfigSet::ssls>, &Builder::link_ssls},
     {"stream_routes", count_of<&ConfigSet::stream_routes>, nullptr},
     {"protos", count_of<&ConfigSet::protos>, nullptr},
     {"plugin_metadata", count_of<&ConfigSet::plugin_metadata>, nullptr},
@@ -409,7 +425,8 @@ common::Status check_route_compiles(const RouteConf& r) {
 
 common::StatusOr<BuildResult> build_snapshot(const ConfigSet& set, upstream::DnsCache& dns,
                                              uint64_t version, plugin::Shared* shared,
-                                             health::Registry* health) {
+                                             health::Registry* health,
+                                             std::string_view trusted_ca) {
   static plugin::Shared fallback;  // tests and tools that keep no plugin state across builds
   BuildResult out;
   plugin::Shared& plugins = shared != nullptr ? *shared : fallback;
@@ -417,7 +434,7 @@ common::StatusOr<BuildResult> build_snapshot(const ConfigSet& set, upstream::Dns
   health::Registry& checks = health != nullptr ? *health : fresh;
   begin_chain_build(plugins);
   checks.begin();
-  Builder b(set, dns, plugins, checks, out);
+  Builder b(set, dns, plugins, checks, trusted_ca, out);
   common::Status st = b.build(version);
   if (!st) {
     return st;

@@ -50,8 +50,30 @@ common::Status check_route_compiles(const RouteConf& r);
 std::shared_ptr<const tls::CertIndex> build_cert_index(const std::vector<SslConf>& ssls,
                                                        std::vector<std::string>* warnings);
 
+// A `$env://NAME` reference read now; `$secret://` ones need a secret manager Sluice does not
+// serve yet; anything else is the PEM itself. False (with `why`) when the PEM cannot be had.
+bool resolve_pem(const std::string& v, std::string* out, std::string* why);
+
+// What an https upstream's TLS settings are read against.
+// Thread: control (stack-local)
+struct UpstreamTlsInputs {
+  const std::vector<SslConf>* ssls = nullptr;  // for tls.client_cert_id's type
+  const tls::CertIndex* certs = nullptr;       // the loaded ssls, by id
+  std::string_view trusted_ca;                 // apisix.ssl.ssl_trusted_certificate; empty: system
+};
+
+// The TLS side of an https upstream (snapshot_upstream_tls.cc): up->tls, a ClientContext
+// shared by every upstream with the same settings and kept across builds while one uses it
+// (its kept sessions with it), or up->tls_error when the upstream cannot connect (a warning
+// says so too).
+void set_upstream_tls(const UpstreamConf& c, const UpstreamTlsInputs& in, upstream::Upstream* up,
+                      std::vector<std::string>* warnings);
+
+// `trusted_ca`: the CA bundle file https upstreams with tls.verify are checked against
+// (apisix.ssl.ssl_trusted_certificate); empty: the system's.
 common::StatusOr<BuildResult> build_snapshot(const ConfigSet& set, upstream::DnsCache& dns,
                                              uint64_t version, plugin::Shared* shared = nullptr,
-                                             health::Registry* health = nullptr);
+                                             health::Registry* health = nullptr,
+                                             std::string_view trusted_ca = {});
 
 }  // namespace sluice::config

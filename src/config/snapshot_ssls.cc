@@ -11,10 +11,6 @@
 
 namespace sluice::config {
 
-namespace {
-
-// A `$env://NAME` reference read now; `$secret://` ones need a secret manager Sluice does not
-// serve yet. False (with `why`) when the PEM cannot be had.
 bool resolve_pem(const std::string& v, std::string* out, std::string* why) {
   if (v.starts_with("$env://")) {
     const char* val = std::getenv(v.substr(7).c_str());
@@ -32,6 +28,8 @@ bool resolve_pem(const std::string& v, std::string* out, std::string* why) {
   *out = v;
   return true;
 }
+
+namespace {
 
 bool to_source(const SslConf& s, tls::CertSource* src, std::string* why) {
   src->id = s.id;

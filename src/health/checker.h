@@ -20,7 +20,10 @@ namespace sluice::health {
 // checker's own thread.
 class Checker {
  public:
-  Checker();
+  // `trusted_ca`: the CA bundle https probes with https_verify_certificate check against
+  // (apisix.ssl.ssl_trusted_certificate, as APISIX's lua_ssl_trusted_certificate); empty: the
+  // system's.
+  explicit Checker(const std::string& trusted_ca = {});
   ~Checker();
   Checker(const Checker&) = delete;
   Checker& operator=(const Checker&) = delete;

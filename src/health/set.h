@@ -19,9 +19,11 @@ namespace sluice::health {
 struct Target {
   std::string ip;  // textual IP (metrics label, logs)
   uint16_t port = 0;
-  io::SockAddr addr;        // the node's address
-  std::string host_header;  // the node's Host value, used when active.host is empty
-  bool pickable = true;     // resolved and weight > 0: the balancer may choose it
+  io::SockAddr addr;  // the node's address
+  // The Host a probe sends when active.host is empty (the host part is also an https probe's
+  // server name): the node's, or the upstream's upstream_host under pass_host: rewrite.
+  std::string host_header;
+  bool pickable = true;  // resolved and weight > 0: the balancer may choose it
   std::string key() const { return ip + ":" + std::to_string(port); }
 };
 

@@ -8,6 +8,20 @@
 
 namespace sluice::proxy {
 
+namespace {
+
+// The server name of a Host value: its port removed (and an IPv6 literal's brackets), as
+// nginx strips it from proxy_ssl_name.
+std::string_view server_name(std::string_view host) {
+  if (!host.empty() && host[0] == '[') {
+    size_t end = host.find(']');
+    return end == std::string_view::npos ? host : host.substr(1, end - 1);
+  }
+  return host.substr(0, host.find(':'));
+}
+
+}  // namespace
+
 H1UpstreamRequest::~H1UpstreamRequest() { release(false); }
 
 void H1UpstreamRequest::prepare(const RequestStart& r) {
@@ -52,6 +66,20 @@ void H1UpstreamRequest::set_host(std::string_view host) {
   }
 }
 
+// A TLS connection's pool key (and the key its session is kept under): the node, the server
+// name and the client context, so a connection made for one name or client certificate never
+// serves another.
+const std::string& H1UpstreamRequest::pool_key(const Target& t, std::string_view name) {
+  if (t.tls == nullptr) {
+    return *t.key;
+  }
+  char ctx[20];
+  auto end =
+      std::to_chars(ctx, ctx + sizeof(ctx), reinterpret_cast<uintptr_t>(t.tls->get()), 16).ptr;
+  pool_key_.assign(*t.key).append(1, '|').append(name).append(1, '|').append(ctx, end);
+  return pool_key_;
+}
+
 bool H1UpstreamRequest::open(const Target& t, bool fresh, UpstreamOwner* owner, int* err) {
   release(false);
   target_ = t;
@@ -63,8 +91,10 @@ bool H1UpstreamRequest::open(const Target& t, bool fresh, UpstreamOwner* owner, 
   done_ = false;
   consume_ = 0;
   chunked_.reset();
+  std::string_view name = t.tls != nullptr ? server_name(t.host) : std::string_view();
+  const std::string& key = pool_key(t, name);
   if (!fresh) {
-    conn_ = env_.pool->take(*t.key);
+    conn_ = env_.pool->take(key);
   }
   reused_ = conn_ != nullptr;
   if (!conn_) {
@@ -73,7 +103,16 @@ bool H1UpstreamRequest::open(const Target& t, bool fresh, UpstreamOwner* owner, 
       *err = -fd;
       return false;
     }
-    conn_ = std::make_unique<UpstreamConn>(*env_.loop, fd, *t.key);
+    conn_ = std::make_unique<UpstreamConn>(*env_.loop, fd, key);
+    if (t.tls != nullptr) {
+      SSL* ssl = (*t.tls)->new_ssl(name, key);
+      if (ssl == nullptr) {
+        conn_.reset();  // closes the socket
+        *err = ENOMEM;
+        return false;
+      }
+      conn_->start_tls(ssl, *t.tls);
+    }
     conn_->in().reserve_total(env_.read_buffer);
     env_.loop->add(fd, conn_.get());
   }
@@ -105,7 +144,7 @@ void H1UpstreamRequest::add_body_end(bool chunked) {
 }
 
 UpstreamRequest::Send H1UpstreamRequest::send(int* err) {
-  io::SocketTransport& t = conn_->transport();
+  io::SocketTransport& t = conn_->socket();
   if (!conn_->connected) {
     if (!t.writable() && !t.hangup()) {
       return Send::kWait;
@@ -124,13 +163,23 @@ UpstreamRequest::Send H1UpstreamRequest::send(int* err) {
   if (!t.writable()) {
     return Send::kWait;
   }
-  switch (t.write(out_, err)) {
+  // On a TLS connection the handshake runs first, inside the write (kQueued while it waits for
+  // the server's answer); no byte of the request leaves before it ends.
+  bool handshaking = !conn_->ready();
+  switch (conn_->stream().write(out_, err)) {
     case io::Outbox::Result::kQueued:
       return Send::kWait;
     case io::Outbox::Result::kBlocked:
-      written_ = true;  // perhaps only part of it
+      written_ = written_ || conn_->ready();  // perhaps only part of it
       return Send::kWait;
     case io::Outbox::Result::kError:
+      if (handshaking) {
+        const std::string& why = conn_->tls()->error();
+        tls_error_ = "TLS handshake failed: ";
+        tls_error_.append(why.empty() ? std::strerror(*err) : why);
+        error_ = tls_error_;
+        return Send::kConnectFailed;
+      }
       return Send::kWriteFailed;
     case io::Outbox::Result::kDone:
       break;
@@ -140,7 +189,7 @@ UpstreamRequest::Send H1UpstreamRequest::send(int* err) {
 }
 
 bool H1UpstreamRequest::answered_early() {
-  if (!conn_ || !conn_->connected) {
+  if (!conn_ || !conn_->ready()) {
     return false;
   }
   if (!conn_->in().empty()) {
@@ -153,7 +202,7 @@ bool H1UpstreamRequest::answered_early() {
 
 io::Transport::Read H1UpstreamRequest::read_more() {
   size_t before = conn_->in().size();
-  io::Transport::Read r = conn_->transport().read(conn_->in(), env_.max_read_buffer);
+  io::Transport::Read r = conn_->stream().read(conn_->in(), env_.max_read_buffer);
   if (r == io::Transport::Read::kData) {
     received_ += conn_->in().size() - before;
   }
@@ -238,7 +287,7 @@ UpstreamRequest::Body H1UpstreamRequest::read_body(std::string_view* piece) {
       case io::Transport::Read::kWait:
         return Body::kWait;
       case io::Transport::Read::kEof:
-        if (kind_ == http::BodyKind::kUntilClose && !conn_->transport().failed()) {
+        if (kind_ == http::BodyKind::kUntilClose && !conn_->failed()) {
           done_ = true;
           continue;
         }
@@ -266,16 +315,37 @@ void H1UpstreamRequest::release(bool reusable) {
     return;
   }
   conn_->owner = nullptr;
-  io::SocketTransport& t = conn_->transport();
-  if (t.cancel_read()) {
+  io::SocketTransport& t = conn_->socket();
+  if (conn_->stream().cancel_read()) {
     reusable = false;  // bytes, FIN or an error after the response: not clean
+  }
+  if (tls::TlsTransport* tls = conn_->tls()) {
+    keep_session();
+    reusable = reusable && tls->error().empty();
   }
   if (reusable && !t.hangup() && !t.fin() && conn_->requests < target_.pool_requests) {
     t.set_readable(false);
+    if (tls::TlsTransport* tls = conn_->tls()) {
+      tls->release_buffers();
+    }
     env_.pool->put(std::move(conn_), target_.pool_size, target_.pool_idle_ms);
   } else {
+    if (tls::TlsTransport* tls = conn_->tls(); tls != nullptr && tls->error().empty()) {
+      tls->close_notify();  // a clean end for the upstream, as nginx's ngx_ssl_shutdown
+    }
     env_.loop->retire(std::move(conn_));
   }
+}
+
+// Once per connection, after its handshake (and, with TLS 1.3, once a ticket came: the
+// session is not resumable before): the next new connection to the same node and name
+// resumes it.
+void H1UpstreamRequest::keep_session() {
+  tls::TlsTransport* tls = conn_->tls();
+  if (conn_->session_kept || !tls->handshake_done() || !tls->error().empty()) {
+    return;
+  }
+  conn_->session_kept = conn_->tls_context()->keep_session(conn_->key(), tls->ssl());
 }
 
 }  // namespace sluice::proxy

@@ -1,8 +1,9 @@
 #pragma once
 // The HTTP/1.1 client side of one upstream request: a connection taken from the worker's
-// keep-alive pool or newly made, the request's bytes written as the exchange queues them, the
-// response head parsed (1xx interim answers skipped) and its body de-framed (length, chunks
-// or the close) into pieces that point into the connection's read buffer.
+// keep-alive pool or newly made (TLS over it for an https upstream), the request's bytes
+// written as the exchange queues them, the response head parsed (1xx interim answers skipped)
+// and its body de-framed (length, chunks or the close) into pieces that point into the
+// connection's read buffer.
 
 #include <memory>
 #include <string>
@@ -36,7 +37,7 @@ class H1UpstreamRequest final : public UpstreamRequest {
   void prepare(const RequestStart& r) override;
   bool open(const Target& t, bool fresh, UpstreamOwner* owner, int* err) override;
   bool reused() const override { return reused_; }
-  bool connected() const override { return conn_ && conn_->connected; }
+  bool connected() const override { return conn_ && conn_->ready(); }
   void add_body(std::string_view piece, bool chunked) override;
   void add_body_end(bool chunked) override;
   bool queued() const override { return !out_.empty(); }
@@ -57,6 +58,10 @@ class H1UpstreamRequest final : public UpstreamRequest {
   io::Transport::Read read_more();
   // Puts `host` in the head's Host line (none when empty).
   void set_host(std::string_view host);
+  // The key a connection for `t` is pooled under (`name`: its TLS server name).
+  const std::string& pool_key(const Target& t, std::string_view name);
+  // Keeps a TLS connection's session for resumption, once it is resumable.
+  void keep_session();
 
   H1UpstreamEnv env_;
   Target target_;
@@ -69,6 +74,8 @@ class H1UpstreamRequest final : public UpstreamRequest {
   bool written_ = false;
   uint64_t received_ = 0;
   std::string_view error_;
+  std::string tls_error_;  // a failed handshake's reason, error_ points into it
+  std::string pool_key_;   // a TLS try's pool key (capacity kept across requests)
   // The response body being read.
   http::BodyKind kind_ = http::BodyKind::kNone;
   uint64_t left_ = 0;

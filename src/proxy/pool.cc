@@ -13,17 +13,38 @@ std::unique_ptr<UpstreamConn> Pool::take(const std::string& key) {
   }
   std::unique_ptr<UpstreamConn> c = std::move(it->second.back());
   it->second.pop_back();
+  if (it->second.empty()) {
+    idle_.erase(it);  // keys may come from client Host headers (TLS): none is kept empty
+  }
+  forget(c->key());
   io::TimerQueue::cancel(c->idle_timer);
   c->pool = nullptr;
   return c;
 }
 
+void Pool::forget(const std::string& key) {
+  auto n = per_node_.find(node_of(key));
+  if (n != per_node_.end() && --n->second == 0) {
+    per_node_.erase(n);
+  }
+}
+
 void Pool::put(std::unique_ptr<UpstreamConn> c, uint32_t max_idle, uint32_t idle_ms) {
-  auto& list = idle_[c->key()];
-  if (list.size() >= max_idle || idle_ms == 0) {
+  if (idle_ms == 0 || max_idle == 0) {
     loop_.retire(std::move(c));
     return;
   }
+  std::string_view node = node_of(c->key());
+  auto n = per_node_.find(node);
+  if (n != per_node_.end() && n->second >= max_idle) {
+    loop_.retire(std::move(c));
+    return;
+  }
+  if (n == per_node_.end()) {
+    n = per_node_.emplace(std::string(node), 0).first;
+  }
+  ++n->second;
+  auto& list = idle_[c->key()];
   c->owner = nullptr;
   c->pool = this;
   loop_.arm(c->idle_timer, idle_ms);
@@ -40,10 +61,14 @@ void Pool::evict(UpstreamConn* c) {
   if (pos == list.end()) {
     return;
   }
+  forget(c->key());
   io::TimerQueue::cancel(c->idle_timer);
   c->pool = nullptr;
   loop_.retire(std::move(*pos));
   list.erase(pos);
+  if (list.empty()) {
+    idle_.erase(it);
+  }
 }
 
 void Pool::clear() {
@@ -55,6 +80,7 @@ void Pool::clear() {
     }
   }
   idle_.clear();
+  per_node_.clear();
 }
 
 size_t Pool::idle_count() const {

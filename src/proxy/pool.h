@@ -1,9 +1,14 @@
 #pragma once
-// A worker's keep-alive pool of idle upstream connections, keyed by node address. Most
-// recently used first, so a few warm connections carry the load and the rest age out.
+// A worker's keep-alive pool of idle upstream connections, keyed by node address (and, for TLS,
+// by server name and client context too: a connection made for one name or certificate never
+// serves another). Most recently used first, so a few warm connections carry the load and the
+// rest age out. The cap counts per node, whatever the names: server names may come from
+// clients' Host headers, and must not multiply the idle connections a node is held to.
 
+#include <functional>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -20,7 +25,7 @@ class Pool {
 
   // An idle connection to `key`, or null.
   std::unique_ptr<UpstreamConn> take(const std::string& key);
-  // Parks `c`; closes it instead when `max_idle` connections to its key are already parked.
+  // Parks `c`; closes it instead when `max_idle` connections to its node are already parked.
   void put(std::unique_ptr<UpstreamConn> c, uint32_t max_idle, uint32_t idle_ms);
   // Closes `c` (idle and readable: the peer closed it or sent garbage; or idle too long).
   void evict(UpstreamConn* c);
@@ -28,9 +33,20 @@ class Pool {
   void clear();
   size_t idle_count() const;
 
+  // The node a pool key names: the address before the first '|' (what a TLS key adds).
+  static std::string_view node_of(std::string_view key) { return key.substr(0, key.find('|')); }
+
  private:
+  struct Hash {
+    using is_transparent = void;
+    size_t operator()(std::string_view s) const { return std::hash<std::string_view>()(s); }
+  };
+  // One connection of `key` left the pool.
+  void forget(const std::string& key);
+
   io::EventLoop& loop_;
   std::unordered_map<std::string, std::vector<std::unique_ptr<UpstreamConn>>> idle_;
+  std::unordered_map<std::string, uint32_t, Hash, std::equal_to<>> per_node_;  // idle per node
 };
 
 }  // namespace sluice::proxy

@@ -6,12 +6,18 @@
 
 namespace sluice::proxy {
 
+void UpstreamConn::start_tls(SSL* ssl, std::shared_ptr<const tls::ClientContext> ctx) {
+  tls_ctx_ = std::move(ctx);
+  tls_ = std::make_unique<tls::TlsTransport>(transport_, ssl);
+}
+
 void UpstreamConn::on_io(uint32_t events) {
   transport_.on_events(events);
   if (owner != nullptr) {
     owner->on_upstream_event();
   } else if (pool != nullptr && transport_.readable()) {
-    // An idle connection must stay silent; any byte or FIN means it is unusable.
+    // An idle connection must stay silent; any byte or FIN (a TLS alert or close_notify too)
+    // means it is unusable.
     pool->evict(this);
   }
 }

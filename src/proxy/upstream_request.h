@@ -7,11 +7,13 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <string_view>
 
 #include "http/message.h"
 #include "io/socket.h"
+#include "tls/context.h"
 
 namespace sluice::proxy {
 
@@ -48,6 +50,9 @@ struct Target {
   uint32_t pool_size = 0;            // idle connections kept per node (keepalive_pool.size)
   uint32_t pool_idle_ms = 0;         // how long one stays idle (keepalive_pool.idle_timeout)
   uint32_t pool_requests = 0;        // requests one may carry (keepalive_pool.requests)
+  // scheme https: the upstream's TLS settings; null: plaintext. The server name (SNI, and the
+  // name verified) is `host` without its port, as nginx's proxy_ssl_name $upstream_host.
+  const std::shared_ptr<const tls::ClientContext>* tls = nullptr;
 };
 
 // Thread: worker
@@ -83,7 +88,8 @@ class UpstreamRequest {
   virtual bool open(const Target& t, bool fresh, UpstreamOwner* owner, int* err) = 0;
   // The try runs on a connection taken from the pool.
   virtual bool reused() const = 0;
-  // The connection's handshake finished (a failure after it is not a connect failure).
+  // The connection's handshake (TCP, and TLS on an https upstream) finished: a failure after it
+  // is not a connect failure.
   virtual bool connected() const = 0;
   // Queues a piece of the request body (framed as a chunk when `chunked`), or its end; the
   // piece must stay valid until send() has written it.

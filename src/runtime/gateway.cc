@@ -207,7 +207,8 @@ bool Gateway::publish_store_config(bool force) {
   dirty_ = false;
   auto t0 = std::chrono::steady_clock::now();
   int64_t cpu0 = thread_cpu_us();
-  auto built = config::build_snapshot(index_.set(), dns_, version_ + 1, &plugin_shared_, &health_);
+  auto built = config::build_snapshot(index_.set(), dns_, version_ + 1, &plugin_shared_, &health_,
+                                      conf_.ssl.trusted_ca);
   if (!built) {
     SLUICE_LOG(kError, "store: configuration rejected, still serving the previous one: {}",
                built.status().message());
@@ -460,7 +461,7 @@ int Gateway::run() {
     st = start_workers();
   }
   if (st) {
-    checker_ = std::make_unique<health::Checker>();
+    checker_ = std::make_unique<health::Checker>(conf_.ssl.trusted_ca);
   }
   if (!st) {
     SLUICE_LOG(kEmerg, "{}", st.message());

@@ -49,7 +49,8 @@ bool Gateway::reload_routes(bool at_start) {
                set.status().message());
     return false;
   }
-  auto built = config::build_snapshot(*set, dns_, version_ + 1, &plugin_shared_, &health_);
+  auto built = config::build_snapshot(*set, dns_, version_ + 1, &plugin_shared_, &health_,
+                                      conf_.ssl.trusted_ca);
   if (!built) {
     SLUICE_LOG(kError, "{}: rejected, {}: {}", conf_.standalone_path, fallback,
                built.status().message());

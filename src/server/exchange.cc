@@ -179,6 +179,9 @@ void Exchange::route_request() {
   } else if (!st_.up_conf->any_resolved) {  // no nodes, or none resolves
     status = 503;
     msg = "{\"error_msg\":\"no valid upstream node\"}\n";
+  } else if (!st_.up_conf->tls_error.empty()) {  // https, and its client certificate is gone
+    report_failure(st_.up_conf->tls_error);
+    status = 502;
   } else if (w_.settings().client_max_body_size != 0 && st_.has_body && !st_.body_chunked &&
              st_.body_length > w_.settings().client_max_body_size) {
     status = 413;

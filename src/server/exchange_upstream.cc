@@ -184,8 +184,8 @@ bool Exchange::start_try(int node, bool fresh) {
     }
   }
   const upstream::Upstream& u = *st_.up_conf;
-  proxy::Target t{&n.addr,     &n.addr_key,    host_for(node),
-                  u.pool_size, u.pool_idle_ms, u.pool_requests};
+  proxy::Target t{&n.addr,        &n.addr_key,     host_for(node),          u.pool_size,
+                  u.pool_idle_ms, u.pool_requests, u.tls ? &u.tls : nullptr};
   int err = 0;
   if (!up_->open(t, fresh, this, &err)) {
     report_failure(fmt::format("connect failed: {}", strerror(err)));
@@ -234,7 +234,9 @@ Exchange::Step Exchange::send_request() {
         }
         return Step::kWait;
       case proxy::UpstreamRequest::Send::kConnectFailed:
-        report_failure(fmt::format("connect failed: {}", strerror(err)));
+        // A refused TLS handshake (a certificate that fails verification) says why itself.
+        report_failure(up_->error().empty() ? fmt::format("connect failed: {}", strerror(err))
+                                            : std::string(up_->error()));
         st_.up_conf->report_failure(st_.node, health::Failure::kTcp);
         try_next_or_fail(502, "connect failed", true);
         return Step::kProgress;

@@ -1,10 +1,13 @@
 #include "tls/context.h"
 
+#include <arpa/inet.h>
 #include <openssl/err.h>
 #include <openssl/evp.h>
+#include <openssl/pem.h>
 #include <openssl/rand.h>
 #include <openssl/tls1.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 
@@ -300,11 +303,50 @@ int ServerContext::on_client_hello(SSL* ssl, int* alert, void* arg) {
 }
 
 ClientContext::~ClientContext() {
-  for (auto& [name, s] : sessions_) {
-    SSL_SESSION_free(s);
+  for (auto& [key, k] : sessions_) {
+    SSL_SESSION_free(k.session);
   }
   SSL_CTX_free(ctx_);
 }
+
+bool is_ip_literal(std::string_view host) {
+  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') {
+    host = host.substr(1, host.size() - 2);
+  }
+  if (host.empty() || host.size() >= INET6_ADDRSTRLEN) {
+    return false;
+  }
+  char buf[INET6_ADDRSTRLEN];
+  std::memcpy(buf, host.data(), host.size());
+  buf[host.size()] = '\0';
+  unsigned char addr[sizeof(in6_addr)];
+  return inet_pton(AF_INET, buf, addr) == 1 || inet_pton(AF_INET6, buf, addr) == 1;
+}
+
+namespace {
+
+// Adds PEM CA certificates to the context's trust store: what tls.ca_certs names.
+bool add_ca_pems(SSL_CTX* ctx, const std::vector<std::string>& pems, std::string* why) {
+  X509_STORE* store = SSL_CTX_get_cert_store(ctx);
+  for (size_t i = 0; i < pems.size(); ++i) {
+    BIO* bio = BIO_new_mem_buf(pems[i].data(), static_cast<int>(pems[i].size()));
+    int n = 0;
+    while (X509* x = PEM_read_bio_X509(bio, nullptr, nullptr, nullptr)) {
+      X509_STORE_add_cert(store, x);
+      X509_free(x);
+      ++n;
+    }
+    BIO_free(bio);
+    ERR_clear_error();  // the end of the PEM reads as an error
+    if (n == 0) {
+      *why = "CA certificate " + std::to_string(i + 1) + " has no certificate";
+      return false;
+    }
+  }
+  return true;
+}
+
+}  // namespace
 
 StatusOr<std::shared_ptr<ClientContext>> ClientContext::create(const Options& o) {
   std::shared_ptr<ClientContext> c(new ClientContext());
@@ -319,11 +361,18 @@ StatusOr<std::shared_ptr<ClientContext>> ClientContext::create(const Options& o)
                             SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
   SSL_CTX_set_session_cache_mode(ctx, SSL_SESS_CACHE_CLIENT | SSL_SESS_CACHE_NO_INTERNAL_STORE);
   if (o.verify) {
-    int ok = o.ca_file.empty() ? SSL_CTX_set_default_verify_paths(ctx)
-                               : SSL_CTX_load_verify_locations(ctx, o.ca_file.c_str(), nullptr);
-    if (ok != 1) {
-      return Status::error("CA bundle " + (o.ca_file.empty() ? "(system)" : o.ca_file) + ": " +
-                           last_error());
+    std::string why;
+    if (!o.ca_pem.empty()) {
+      if (!add_ca_pems(ctx, o.ca_pem, &why)) {
+        return Status::error("tls.ca_certs: " + why);
+      }
+    } else {
+      int ok = o.ca_file.empty() ? SSL_CTX_set_default_verify_paths(ctx)
+                                 : SSL_CTX_load_verify_locations(ctx, o.ca_file.c_str(), nullptr);
+      if (ok != 1) {
+        return Status::error("CA bundle " + (o.ca_file.empty() ? "(system)" : o.ca_file) + ": " +
+                             last_error());
+      }
     }
     SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, nullptr);
   } else {
@@ -339,42 +388,77 @@ StatusOr<std::shared_ptr<ClientContext>> ClientContext::create(const Options& o)
   return c;
 }
 
-SSL* ClientContext::new_ssl(std::string_view sni) const {
+SSL* ClientContext::new_ssl(std::string_view name, std::string_view session_key) const {
   SSL* ssl = SSL_new(ctx_);
   if (ssl == nullptr) {
     return nullptr;
   }
   SSL_set_connect_state(ssl);
-  if (!sni.empty()) {
-    std::string name(sni);
-    SSL_set_tlsext_host_name(ssl, name.c_str());
-    if (opts_.verify) {
-      SSL_set1_host(ssl, name.c_str());
+  if (name.size() >= 2 && name.front() == '[' && name.back() == ']') {
+    name = name.substr(1, name.size() - 2);
+  }
+  if (!name.empty()) {
+    std::string text(name);
+    bool ip = is_ip_literal(text);
+    // SNI takes a host name only; one longer than the extension holds is left out.
+    if (!ip && text.size() <= 255) {
+      SSL_set_tlsext_host_name(ssl, text.c_str());
     }
+    if (opts_.verify) {
+      X509_VERIFY_PARAM* param = SSL_get0_param(ssl);
+      if (ip) {
+        X509_VERIFY_PARAM_set1_ip_asc(param, text.c_str());
+      } else {
+        SSL_set1_host(ssl, text.c_str());
+      }
+    }
+  }
+  if (!session_key.empty()) {
     std::lock_guard lock(mu_);
-    auto it = sessions_.find(name);
+    auto it = sessions_.find(std::string(session_key));
     if (it != sessions_.end()) {
-      SSL_set_session(ssl, it->second);
+      SSL_set_session(ssl, it->second.session);
     }
   }
   return ssl;
 }
 
-void ClientContext::keep_session(std::string_view sni, SSL* ssl) const {
-  SSL_SESSION* s = SSL_get1_session(ssl);
-  if (s == nullptr) {
-    return;
+bool ClientContext::keep_session(std::string_view session_key, SSL* ssl) const {
+  SSL_SESSION* live = SSL_get1_session(ssl);
+  if (live == nullptr) {
+    return false;
   }
-  if (!SSL_SESSION_is_resumable(s)) {
-    SSL_SESSION_free(s);
-    return;
+  // A copy: SSL_free of a connection closed without close_notify (the usual end of an
+  // upstream connection) marks its own session not resumable.
+  SSL_SESSION* s = SSL_SESSION_is_resumable(live) ? SSL_SESSION_dup(live) : nullptr;
+  SSL_SESSION_free(live);
+  if (s == nullptr) {
+    return false;
   }
   std::lock_guard lock(mu_);
-  SSL_SESSION*& slot = sessions_[std::string(sni)];
-  if (slot != nullptr) {
-    SSL_SESSION_free(slot);
+  std::string key(session_key);
+  auto it = sessions_.find(key);
+  if (it == sessions_.end() && sessions_.size() >= std::max<size_t>(opts_.max_sessions, 1)) {
+    auto oldest = sessions_.begin();
+    for (auto i = sessions_.begin(); i != sessions_.end(); ++i) {
+      if (i->second.order < oldest->second.order) {
+        oldest = i;
+      }
+    }
+    SSL_SESSION_free(oldest->second.session);
+    sessions_.erase(oldest);
   }
-  slot = s;
+  Kept& slot = sessions_[key];
+  if (slot.session != nullptr) {
+    SSL_SESSION_free(slot.session);
+  }
+  slot = {s, ++kept_};
+  return true;
+}
+
+size_t ClientContext::session_count() const {
+  std::lock_guard lock(mu_);
+  return sessions_.size();
 }
 
 }  // namespace sluice::tls

@@ -65,31 +65,50 @@ class ServerContext {
 // extension's body. Hostile input: every length is checked.
 std::string_view parse_server_name(const unsigned char* ext, size_t len);
 
-// One verification/client-certificate setting for upstream connections.
-// Thread: any (OpenSSL locks its own structures)
+// One verification/client-certificate setting for upstream connections (every upstream with
+// the same settings shares one). It keeps the last session of each peer for resumption.
+// Thread: any (OpenSSL locks its own structures; the session map has its own lock)
 class ClientContext {
  public:
   struct Options {
-    bool verify = false;  // check the server's certificate and name
-    std::string ca_file;  // empty: the system's CA store
-    CertEntryPtr client;  // a client certificate to present, or null
+    bool verify = false;              // check the server's certificate and name
+    std::string ca_file;              // empty: the system's CA store
+    std::vector<std::string> ca_pem;  // CA certificates (PEM); when set, instead of ca_file
+    CertEntryPtr client;              // a client certificate to present, or null
+    // Sessions kept at most; the oldest goes when a new peer would exceed it (names come from
+    // client Host headers under pass_host: pass, so the map must not grow without bound).
+    size_t max_sessions = 4096;
   };
+
   ~ClientContext();
   static common::StatusOr<std::shared_ptr<ClientContext>> create(const Options& o);
-  // A client SSL for `sni` (empty: no SNI, no name check), resuming a session kept from an
-  // earlier connection to the same name when there is one.
-  SSL* new_ssl(std::string_view sni) const;
-  // Keeps the session of a finished handshake for the next connection to `sni`.
-  void keep_session(std::string_view sni, SSL* ssl) const;
+  // A client SSL for a connection to `name`: the upstream's host name, or an IP literal (with
+  // or without brackets; empty: no name). A name is sent as SNI, an IP address is not (RFC
+  // 6066); with verify on, the certificate must match it (a DNS name, or the IP address).
+  // The session kept under `session_key` (when there is one) is offered for resumption.
+  SSL* new_ssl(std::string_view name, std::string_view session_key) const;
+  // Keeps the session of a finished handshake under `session_key` for the next connection.
+  // False when it is not resumable yet (TLS 1.3: no ticket has arrived).
+  bool keep_session(std::string_view session_key, SSL* ssl) const;
   bool verify() const { return opts_.verify; }
+  const Options& options() const { return opts_; }
+  size_t session_count() const;
 
  private:
   ClientContext() = default;
   SSL_CTX* ctx_ = nullptr;
   Options opts_;
   mutable std::mutex mu_;
-  mutable std::unordered_map<std::string, SSL_SESSION*> sessions_;
+  struct Kept {
+    SSL_SESSION* session;
+    uint64_t order;  // when it was kept: the smallest goes first
+  };
+  mutable std::unordered_map<std::string, Kept> sessions_;
+  mutable uint64_t kept_ = 0;
 };
+
+// Whether `host` is an IPv4 or IPv6 literal (IPv6 with or without brackets).
+bool is_ip_literal(std::string_view host);
 
 // OpenSSL's last error as text, and the queue cleared.
 std::string last_error();

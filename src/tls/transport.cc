@@ -215,6 +215,14 @@ TlsTransport::Pump TlsTransport::on_ssl_error(int ret, bool* want_write) {
     } else {
       error_ = std::string("TLS error ") + std::to_string(e);
     }
+    if (!done_ && !SSL_is_server(ssl_) && (SSL_get_verify_mode(ssl_) & SSL_VERIFY_PEER) != 0) {
+      // An upstream's certificate refused: say why as nginx does ("(62:hostname mismatch)").
+      long v = SSL_get_verify_result(ssl_);
+      if (v != X509_V_OK) {
+        error_ = "upstream SSL certificate verify error: (" + std::to_string(v) + ":" +
+                 X509_verify_cert_error_string(v) + ")";
+      }
+    }
     failed_ = !eof_ || !done_;
   }
   ERR_clear_error();

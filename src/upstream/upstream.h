@@ -10,6 +10,7 @@
 
 #include "health/set.h"
 #include "io/socket.h"
+#include "tls/context.h"
 #include "upstream/chash_ring.h"
 #include "upstream/hash_key.h"
 
@@ -24,11 +25,12 @@ struct Node {
   uint16_t port = 0;
   int weight = 1;
   int priority = 0;
-  bool resolved = false;    // false: DNS gave no address; the node is skipped
-  io::SockAddr addr;        // valid when resolved
-  std::string addr_key;     // "ip:port", the keep-alive pool key
-  std::string host_header;  // "host" or "host:port" (port omitted when 80), for pass_host node
-  std::string ip;           // textual IP, for logs and metrics
+  bool resolved = false;  // false: DNS gave no address; the node is skipped
+  io::SockAddr addr;      // valid when resolved
+  std::string addr_key;   // "ip:port", the keep-alive pool key
+  // "host" or "host:port" (port omitted when the scheme's own, 80 or 443), for pass_host node
+  std::string host_header;
+  std::string ip;  // textual IP, for logs and metrics
 };
 
 // Thread: any (immutable)
@@ -59,6 +61,13 @@ struct Upstream {
   uint32_t pool_requests = 1000;
   PassHost pass_host = PassHost::kPass;
   std::string upstream_host;
+  // scheme https: how connections are made (verification, client certificate, resumption),
+  // shared by every upstream with the same tls settings and kept across rebuilds; null:
+  // plaintext.
+  std::shared_ptr<const tls::ClientContext> tls;
+  // Why the https upstream cannot connect (its tls.client_cert_id names no client ssl, a
+  // certificate does not load); requests get 502 and this is logged. Empty: none.
+  std::string tls_error;
   // Health of the nodes (index = node index) when `checks` is set and there are two or more
   // nodes; shared with the active checker and kept across rebuilds.
   health::SetPtr health;

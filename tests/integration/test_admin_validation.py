@@ -101,9 +101,7 @@ ROUTE_CASES = {
     "upstream-nodes-type": (_r(upstream=_up(nodes="127.0.0.1:80")), None, ("nodes",)),
     "upstream-retries": (_r(upstream=_up(retries=-1)), None, ("retries",)),
     "upstream-scheme": (_r(upstream=_up(scheme="ftp")), None, ("scheme",)),
-    # Refused until TLS / gRPC to upstreams exist: storing them sent plaintext to port 443.
-    "upstream-scheme-https": (_r(upstream=_up(scheme="https")), None,
-                              ("scheme", "https", "not supported yet")),
+    # Refused until gRPC to upstreams exists: storing it would send HTTP/1.1 where gRPC is meant.
     "upstream-scheme-grpc": (_r(upstream=_up(scheme="grpc")), None,
                              ("scheme", "grpc", "not supported yet")),
     "upstream-scheme-grpcs": (_r(upstream=_up(scheme="grpcs")), None,
@@ -149,10 +147,12 @@ ROUTE_CASES = {
     "filter-func": (_r(filter_func="function(vars) return vars.arg_a == '1' end"),
                     "invalid configuration: filter_func is not supported: it is a Lua function",
                     ()),
-    "upstream-tls-client-cert": (_r(upstream=_up(tls={"client_cert": "c" * 200,
-                                                      "client_key": "k" * 200})),
-                                 "invalid configuration: property \"upstream\" validation "
-                                 "failed: tls (client_cert, client_key) is not supported yet", ()),
+    # tls applies to https upstreams only; there its certificate must parse (APISIX's text).
+    "upstream-tls-on-http": (_r(upstream=_up(tls={"verify": True})),
+                             "tls needs scheme \"https\" (the upstream's scheme is \"http\")",
+                             ()),
+    "upstream-tls-client-cert": (_r(upstream=_up(scheme="https", tls={
+        "client_cert": "c" * 200, "client_key": "k" * 200})), "failed to parse cert: ", ()),
     "json-control-outside-string": (Raw(b'{"uri": "/a",\x01 "plugins": {}}'),
                                     "invalid request body", ()),
     "json-nul-in-string": (Raw(b'{"uri": "/a\x00", "plugins": {}}'), "invalid request body", ()),
@@ -168,10 +168,9 @@ OTHER_CASES = {
     "upstream-client-time": ("/upstreams/keep", _up(create_time=1),
                              "the property is forbidden:  create_time", ()),
     "upstream-chash-no-key": ("/upstreams/new", _up(type="chash"), "missing key", ()),
-    "upstream-tls": ("/upstreams/new", _up(tls={"client_cert": "c" * 200,
-                                                "client_key": "k" * 200}),
-                     "invalid configuration: tls (client_cert, client_key) is not supported yet",
-                     ()),
+    "upstream-tls": ("/upstreams/new", _up(scheme="https", tls={"client_cert": "c" * 200,
+                                                                "client_key": "k" * 200}),
+                     "failed to parse cert: ", ()),
     "service-upstream-client-time": ("/services/keep", {"upstream": _up(update_time=1)},
                                      "the property is forbidden:  upstream.update_time", ()),
     "service-upstream-chash-no-key": ("/services/new", {"upstream": _up(type="chash")},

@@ -27,6 +27,7 @@ import pytest
 from fake_upstream import FakeUpstream, _body_allowed, _drain, build_head
 from harness import (OMIT, WELL_KNOWN_ADMIN_KEY, Gateway, get, http, parse_head,
                      wait_until)
+from nginx_tls import NginxTls, make_pki
 
 # What the doc pages call their upstreams, and which fake upstream stands in for each. The
 # fake upstream answers with a JSON description of the request it received ("upstream" is
@@ -90,7 +91,8 @@ class Doc:
         }
         for names, up in zip((UPSTREAM_A, UPSTREAM_B, UPSTREAM_C), ups):
             for name in names:
-                self.map[name] = up.addr
+                tls = name.endswith(":443") and getattr(up, "tls_addr", None)
+                self.map[name] = tls or up.addr
         # One pass, longest first: a replaced port is never rewritten again.
         self.rx = re.compile("|".join(re.escape(k) + r"(?![0-9])"
                                       for k in sorted(self.map, key=len, reverse=True)))
@@ -171,10 +173,17 @@ def statuses(doc, path, n, **kw):
 
 
 @pytest.fixture(scope="module")
-def ups():
+def ups(tmp_path_factory):
     made = [FakeUpstream(name=name, default=HttpbinEcho())
             for name in ("httpbin.org", "mock.api7.ai", "node-1982")]
+    # The pages' :443 upstreams are https: nginx over TLS in front of the first two.
+    pki = make_pki(str(tmp_path_factory.mktemp("docs-pki")))
+    front = NginxTls(tmp_path_factory.mktemp("docs-tls"), pki,
+                     [{"cert": "server", "proxy": up.port, "proxy_at": "/"} for up in made[:2]])
+    for up, port in zip(made, front.ports):
+        up.tls_addr = "127.0.0.1:%d" % port
     yield made
+    front.stop()
     for up in made:
         up.stop()
 
@@ -342,18 +351,11 @@ hc=$(seq 100 | xargs -i curl "http://127.0.0.1:9080/headers" -sL | grep "httpbin
 
 def test_gs_load_balancing(quickstart):
     doc = quickstart
-    # load-balancing.md, "Enable Load Balancing": APISIX answers 201. Difference: Sluice
-    # speaks no TLS to upstreams yet and refuses scheme https (docs/admin-api.md).
+    # load-balancing.md, "Enable Load Balancing": APISIX answers 201.
+    # The :443 stand-ins are TLS (nginx in front of the fake upstreams).
     r = doc.run(LB_CREATE_ROUTE)
-    assert r.status == 400, r
-    assert r.json()["error_msg"].startswith(
-        'invalid configuration: property "upstream" validation failed: property "scheme" '
-        'validation failed: scheme "https" is not supported yet'), r
-    assert doc.admin("GET", "/routes/getting-started-headers").status == 404
-    # The same route without `"scheme": "https"` (the fake upstreams speak plain HTTP);
-    # load-balancing.md, "Validate": 100 requests spread almost equally (51 / 49).
-    r = doc.run(LB_CREATE_ROUTE.replace(',\n    "scheme": "https"', ""))
     assert r.status == 201, r
+    # load-balancing.md, "Validate": 100 requests spread almost equally (51 / 49).
     out = doc.sh(LB_VALIDATE)
     m = re.fullmatch(r"httpbin.org: (\d+), mock.api7.ai: (\d+)", out)
     assert m and abs(int(m.group(1)) - int(m.group(2))) <= 10, out
@@ -677,9 +679,9 @@ def test_admin_api_upstream_nodes(shared):
 
 def test_admin_api_upstream_https(shared):
     doc = shared
-    # admin-api.md, Upstream, "Example 2: Proxy client request to https Upstream service".
-    # APISIX proxies over TLS. Difference: Sluice refuses scheme https (no TLS to upstreams
-    # yet) rather than send the request in plaintext; the route is not stored.
+    # admin-api.md, Upstream, "Example 2: Proxy client request to https Upstream service":
+    # the request goes over TLS (httpbin.org:443's stand-in is nginx over TLS in front of the
+    # fake upstream).
     r = doc.run('''
         $ curl -i http://127.0.0.1:9080/apisix/admin/routes/1 -H 'X-API-KEY: edd1c9f034335f136f87ad84b625c8f1' -X PUT -d '
         {
@@ -693,8 +695,9 @@ def test_admin_api_upstream_https(shared):
             }
         }'
         ''')
-    assert r.status == 400 and 'scheme "https" is not supported yet' in r.json()["error_msg"], r
-    assert doc.run("$ curl http://127.0.0.1:9080/get").status == 404
+    assert r.status == 201, r
+    echo = echoed(doc.run("$ curl http://127.0.0.1:9080/get"))
+    assert (echo["upstream"], echo["target"]) == ("httpbin.org", "/get"), echo
 
 
 def test_admin_api_upstream_node_priority(shared):

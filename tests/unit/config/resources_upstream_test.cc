@@ -91,13 +91,9 @@ TEST(DecodeUpstream, Errors) {
        R"(property "pass_host" validation failed: matches none of the enum values)"},
       {R"({"nodes": {}, "scheme": "tcp"})",
        R"(property "scheme" validation failed: matches none of the enum values)"},
-      // Until TLS and gRPC to upstreams exist these are refused, never sent as plaintext.
-      {R"({"nodes": {}, "scheme": "https"})",
-       R"(property "scheme" validation failed: scheme "https" is not supported yet: Sluice speaks only plaintext HTTP/1.1 to upstreams for now, and will not send a request meant for TLS in plaintext)"},
+      // Until gRPC to upstreams exists it is refused, never sent as HTTP/1.1 (upstream_tls_test).
       {R"({"nodes": {}, "scheme": "grpcs"})",
        R"(property "scheme" validation failed: scheme "grpcs" is not supported yet)"},
-      {R"({"nodes": {}, "scheme": "grpc"})",
-       R"(property "scheme" validation failed: scheme "grpc" is not supported yet: Sluice speaks only plaintext HTTP/1.1 to upstreams for now, and will not send a request meant for gRPC in plaintext)"},
       {R"({"nodes": {}, "hash_on": "ip"})",
        R"(property "hash_on" validation failed: matches none of the enum values)"},
       {R"({"nodes": {}, "key": 1})",
@@ -109,9 +105,6 @@ TEST(DecodeUpstream, Errors) {
       {R"({"nodes": {}, "checks": []})",
        R"(property "checks" validation failed: wrong type: expected object, got table)"},
       {R"({"service_name": "a", "discovery_type": "dns"})", "service discovery is not supported"},
-      {R"({"nodes": {}, "tls": {"client_cert": "x", "client_key": "y"}})",
-       "tls (client_cert, client_key) is not supported yet: Sluice does not speak TLS to "
-       "upstreams yet, so the client certificate would never be presented"},
       {R"({"type": "roundrobin"})", "value should match only one schema, but matches none"},
       {R"("x")", "wrong type: expected object, got string"},
   });
@@ -210,7 +203,7 @@ TEST(DecodeUpstream, ReadsEveryField) {
   EXPECT_EQ(u->checks, Json::parse(R"({"active": {}})"));
 }
 
-// Kept for when TLS to upstreams lands: port-less nodes get the scheme's default port.
+// Port-less nodes get the scheme's default port.
 TEST(FillDefaultPorts, SchemeDecidesThePort) {
   for (const auto& [scheme, port] : std::vector<std::pair<std::string, uint16_t>>{
            {"http", 80}, {"https", 443}, {"grpc", 80}, {"grpcs", 443}}) {
