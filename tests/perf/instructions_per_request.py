@@ -32,11 +32,11 @@ from cpu_per_request import (NGINX_UPSTREAM, SCENARIO2_PLUGINS, SLUICE_CONFIG,  
 REQUEST = b"GET /hello HTTP/1.1\r\nHost: 127.0.0.1\r\nUser-Agent: bench\r\nAccept: */*\r\n\r\n"
 
 
-def send(sock, n):
+def send(sock, n, request=REQUEST):
     """n sequential keep-alive requests; every answer must be a 200."""
     buf = b""
     for _ in range(n):
-        sock.sendall(REQUEST)
+        sock.sendall(request)
         while True:
             head_end = buf.find(b"\r\n\r\n")
             if head_end >= 0:

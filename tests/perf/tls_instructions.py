@@ -40,6 +40,9 @@ sys.path.insert(0, os.path.join(REPO, "tools", "bench"))
 from benchkit import targets, tls_targets  # noqa: E402
 from benchkit.procs import free_port, wait_port  # noqa: E402
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import instructions_per_request  # noqa: E402
+
 REQUEST = b"GET /hello HTTP/1.1\r\nHost: localhost\r\nUser-Agent: bench\r\nAccept: */*\r\n\r\n"
 CLOSE = b"GET /hello HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n"
 PHASES = ("plain keep-alive", "https keep-alive", "plain connection", "full handshake",
@@ -48,24 +51,7 @@ PHASES = ("plain keep-alive", "https keep-alive", "plain connection", "full hand
 
 def keepalive(sock, n):
     """n sequential requests on one connection; every answer must be a 200."""
-    buf = b""
-    for _ in range(n):
-        sock.sendall(REQUEST)
-        while True:
-            end = buf.find(b"\r\n\r\n")
-            if end >= 0:
-                head = buf[:end].decode("latin-1")
-                m = re.search(r"(?i)content-length:\s*(\d+)", head)
-                total = end + 4 + (int(m.group(1)) if m else 0)
-                if len(buf) >= total:
-                    if not head.startswith("HTTP/1.1 200"):
-                        raise RuntimeError("unexpected answer: " + head.splitlines()[0])
-                    buf = buf[total:]
-                    break
-            chunk = sock.recv(65536)
-            if not chunk:
-                raise RuntimeError("connection closed")
-            buf += chunk
+    instructions_per_request.send(sock, n, REQUEST)
 
 
 class Connector:
