@@ -13,8 +13,8 @@ std::unique_ptr<UpstreamConn> Pool::take(const std::string& key) {
   }
   std::unique_ptr<UpstreamConn> c = std::move(it->second.back());
   it->second.pop_back();
-  if (it->second.empty()) {
-    idle_.erase(it);  // keys may come from client Host headers (TLS): none is kept empty
+  if (it->second.empty() && transient(it->first)) {
+    idle_.erase(it);
   }
   forget(c->key());
   io::TimerQueue::cancel(c->idle_timer);
@@ -23,9 +23,11 @@ std::unique_ptr<UpstreamConn> Pool::take(const std::string& key) {
 }
 
 void Pool::forget(const std::string& key) {
+  // Nodes come from the configuration: their counters stay, at 0, so a busy node's
+  // take/put cycle allocates nothing.
   auto n = per_node_.find(node_of(key));
-  if (n != per_node_.end() && --n->second == 0) {
-    per_node_.erase(n);
+  if (n != per_node_.end() && n->second > 0) {
+    --n->second;
   }
 }
 
@@ -66,7 +68,7 @@ void Pool::evict(UpstreamConn* c) {
   c->pool = nullptr;
   loop_.retire(std::move(*pos));
   list.erase(pos);
-  if (list.empty()) {
+  if (list.empty() && transient(it->first)) {
     idle_.erase(it);
   }
 }

@@ -32,6 +32,8 @@ class Pool {
   // Closes every idle connection (on shutdown).
   void clear();
   size_t idle_count() const;
+  // Keys with a list kept (tests: TLS names do not pile up, nodes keep theirs).
+  size_t key_count() const { return idle_.size(); }
 
   // The node a pool key names: the address before the first '|' (what a TLS key adds).
   static std::string_view node_of(std::string_view key) { return key.substr(0, key.find('|')); }
@@ -43,6 +45,10 @@ class Pool {
   };
   // One connection of `key` left the pool.
   void forget(const std::string& key);
+  // A TLS key names a server name, which may come from a client's Host header: its list is
+  // dropped when empty so such names cannot pile up. A plain key (a node) keeps its list, so
+  // the steady take/put cycle allocates nothing.
+  static bool transient(std::string_view key) { return key.find('|') != std::string_view::npos; }
 
   io::EventLoop& loop_;
   std::unordered_map<std::string, std::vector<std::unique_ptr<UpstreamConn>>> idle_;

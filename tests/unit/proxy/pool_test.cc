@@ -62,5 +62,23 @@ TEST(Pool, TheIdleCapCountsPerNode) {
   loop.bury();
 }
 
+TEST(Pool, EmptyListsGoForServerNamesAndStayForNodes) {
+  io::EventLoop loop;
+  Pool pool(loop);
+  // A plain node keeps its (empty) list: the steady take/put cycle allocates nothing.
+  pool.put(conn(loop, "10.0.0.1:80"), 4, 60000);
+  ASSERT_NE(pool.take("10.0.0.1:80"), nullptr);
+  EXPECT_EQ(pool.key_count(), 1u);
+  // Server names may come from clients: a name's list goes once empty.
+  for (int i = 0; i < 100; ++i) {
+    std::string key = "10.0.0.1:443|n" + std::to_string(i) + ".example|1";
+    pool.put(conn(loop, key), 4, 60000);
+    ASSERT_NE(pool.take(key), nullptr);
+  }
+  EXPECT_EQ(pool.key_count(), 1u);
+  EXPECT_EQ(pool.idle_count(), 0u);
+  loop.bury();
+}
+
 }  // namespace
 }  // namespace sluice::proxy
