@@ -82,7 +82,16 @@ void ClientConn::on_io(uint32_t events) {
 
 void ClientConn::on_drain() {
   keep_alive_ = false;
-  if (state_ == State::kReadHead && in_.empty() && !transport_->read_pending()) {
+  if (state_ != State::kReadHead || !in_.empty()) {
+    return;  // busy: closes after its response
+  }
+  if (fresh_) {
+    // Its client has a request on the way (closing now would answer it with a reset):
+    // a short wait, then the close.
+    arm_timer(std::min(w_.settings().header_timeout_ms, kDrainGraceMs));
+    return;
+  }
+  if (!transport_->read_pending()) {
     // One read first: a request already in the socket (a client that sent it just as the
     // drain began) is served, with Connection: close; a connection with nothing closes.
     drive();
@@ -178,11 +187,12 @@ ClientConn::Step ClientConn::read_head() {
   if (tls_ && !handshake_timed_ && tls_->handshake_done()) [[unlikely]] {
     handshake_timed_ = true;  // the handshake's deadline is over: the head's own applies
     if (in_.empty()) {
-      arm_timer(w_.settings().header_timeout_ms);
+      arm_timer(
+          std::min(w_.settings().header_timeout_ms, w_.draining() ? kDrainGraceMs : UINT32_MAX));
     }
   }
   if (s == Step::kWait && in_.empty() && !transport_->read_pending()) {
-    if (w_.draining()) {
+    if (w_.draining() && !fresh_) {
       close_now();  // the read a drain let finish brought nothing
       return Step::kProgress;
     }
@@ -191,6 +201,7 @@ ClientConn::Step ClientConn::read_head() {
     }
   }
   if (s == Step::kProgress && was_empty && !in_.empty()) {
+    fresh_ = false;
     w_.idle_remove(this);
     arm_timer(w_.settings().header_timeout_ms);
   }

@@ -65,8 +65,10 @@ class ClientConn final : public io::IoHandler, public Downstream {
   ~ClientConn() override;
 
   void on_io(uint32_t events) override;
-  // Called when the worker starts draining: idle connections close now, busy ones after
-  // their current response.
+  // Called when the worker starts draining: idle keep-alive connections close now, busy ones
+  // after their current response; one that has not sent its first request yet (a client
+  // connected just as the drain began, or still in its TLS handshake) gets kDrainGraceMs for
+  // it and is served with Connection: close.
   void on_drain();
   int fd() const { return sock_.fd(); }
   ConnCounter* cap() const { return cap_; }
@@ -181,6 +183,10 @@ class ClientConn final : public io::IoHandler, public Downstream {
   size_t body_consume_ = 0;       // in_ bytes the body piece handed out spans
   bool chunks_out_ = false;       // the response body goes out as chunks
   bool handshake_timed_ = false;  // TLS: the handshake finished and its deadline was lifted
+  bool fresh_ = true;             // no byte of a request has arrived on this connection yet
 };
+
+// How long a draining worker waits for the first request of a connection it had accepted.
+inline constexpr uint32_t kDrainGraceMs = 1000;
 
 }  // namespace sluice::server

@@ -80,27 +80,18 @@ def _stop_pid(pid, timeout=15):
 def test_sigusr2_hands_the_ports_and_store_to_a_new_process(make_gateway, upstream):
     old = make_gateway(admin=True, workers=2)
     assert old.admin("PUT", "/routes/1", admin_route(ROUTE_PATH, upstream)).status == 201
-    failures, done, count, retried = [], threading.Event(), [0], [0]
+    failures, done, count = [], threading.Event(), [0]
 
     def load():
+        # No retries: a connection the old process accepted is answered even when its request
+        # arrives after the drain began (ClientConn::on_drain), so nothing here may fail.
         while not done.is_set():
-            for attempt in (1, 2):
-                try:
-                    r = get(old.port, ROUTE_PATH, timeout=5)
-                    if r.status != 200:
-                        failures.append(r.status)
-                    break
-                except EOFError as e:
-                    # Closed before any answer: the old process, draining, closed a connection
-                    # it had just accepted (ClientConn::on_drain). An HTTP client retries an
-                    # idempotent request then; a refused or reset connect is never retried.
-                    if attempt == 2:
-                        failures.append(repr(e))
-                    else:
-                        retried[0] += 1
-                except (OSError, ValueError) as e:
-                    failures.append(repr(e))
-                    break
+            try:
+                r = get(old.port, ROUTE_PATH, timeout=5)
+                if r.status != 200:
+                    failures.append(r.status)
+            except (OSError, ValueError, EOFError) as e:
+                failures.append(repr(e))
             count[0] += 1
 
     t = threading.Thread(target=load)
@@ -135,8 +126,7 @@ def test_sigusr2_hands_the_ports_and_store_to_a_new_process(make_gateway, upstre
         t.join()
     try:
         assert failures == [], (failures, count[0])
-        print("requests during the hand-over: %d, retried after a drain close: %d"
-              % (count[0], retried[0]))
+        print("requests during the hand-over: %d" % count[0])
         assert count[0] > 20
         # The new process owns the ports, the store and its lock: it reads and writes.
         assert get(old.port, ROUTE_PATH).status == 200

@@ -81,6 +81,31 @@ def test_shutdown_closes_idle_keepalive_connections(make_gateway, upstream):
         assert c.closed_by_peer(timeout=2)
 
 
+def test_shutdown_serves_a_connection_accepted_before_its_request(make_gateway, upstream):
+    """A client that connected just before the drain and sends its request after it began is
+    answered (Connection: close), not closed unanswered (a reset, when the request is already
+    on its way); a connection that never sends closes after the short grace."""
+    gw = make_gateway(routes=[route("/*", upstream)], graceful_shutdown_timeout=20,
+                      check_exit=False)
+    with Client(gw.port) as c, Client(gw.port) as silent:
+        assert c.get("/warm").status == 200  # both connections are accepted by now
+        with Client(gw.port) as fresh:
+            time.sleep(0.2)
+            t0 = time.monotonic()
+            gw.signal(signal.SIGTERM)
+            assert gw.wait_for_log(r"signal 15: shutting down", timeout=5)
+            time.sleep(0.3)
+            r = fresh.get("/late")
+            assert r.status == 200, r
+            assert (r.header("connection") or "").lower() == "close", r.headers
+            assert fresh.closed_by_peer(timeout=2)
+        assert c.closed_by_peer(timeout=2)  # it had served a request: closed at once
+        assert silent.closed_by_peer(timeout=3)
+        rc = gw.wait_exit(timeout=10)
+        assert rc == 0, "exit code %r" % rc
+        assert time.monotonic() - t0 < 5, "a silent fresh connection held the drain"
+
+
 def test_shutdown_is_bounded_by_graceful_timeout(make_gateway, upstream):
     upstream.route("/stuck", delay(60))
     gw = make_gateway(routes=[route("/*", upstream)], graceful_shutdown_timeout=1,

@@ -22,6 +22,7 @@ APISIX facts relied on (apache/apisix):
 
 import concurrent.futures
 import os
+import signal
 import socket
 import ssl
 import statistics
@@ -921,6 +922,27 @@ def test_handshake_deadline_ends_with_the_handshake(make_gateway, upstream, cert
     with TlsClient(gw.https_port, "a.test", client_ctx()) as c:
         time.sleep(12)
         assert c.get("/late").status == 200
+
+
+def test_drain_finishes_a_handshake_begun_before_it(make_gateway, upstream, certs):
+    """A TLS connection accepted before SIGTERM, its handshake still to come, is served with
+    Connection: close instead of being closed mid-handshake."""
+    gw = tls_gateway(make_gateway, upstream, standard_ssls(certs))
+    raw = socket.create_connection(("127.0.0.1", gw.https_port), timeout=10)
+    try:
+        time.sleep(0.2)
+        gw.signal(signal.SIGTERM)
+        assert gw.wait_for_log(r"signal 15: shutting down", timeout=5)
+        time.sleep(0.2)
+        conn = client_ctx(certs.path("ca")).wrap_socket(raw, server_hostname="a.test")
+        raw = conn
+        conn.sendall(harness.build_request("GET", "/late", (), None, "a.test"))
+        r = harness.read_response(harness.Reader(conn))
+        assert r.status == 200, r
+        assert (r.header("connection") or "").lower() == "close", r.headers
+    finally:
+        raw.close()
+    assert gw.wait_exit(timeout=10) == 0
 
 
 def test_handshake_flood_keeps_established_connection_answering(make_gateway, upstream,
