@@ -62,6 +62,7 @@ Status add_entries(const Json& plugins, std::string_view owner, plugin::Shared& 
     e.name = name;
     e.priority = info->priority;
     e.prefer_route = info->prefer_route;
+    e.auth = info->auth;
     bool disabled = false;
     Json bare = conf;
     if (auto meta = conf.find("_meta"); meta != conf.end() && meta->is_object()) {

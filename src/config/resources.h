@@ -124,6 +124,18 @@ struct ConsumerConf {
   int64_t create_time = 0, update_time = 0;
 };
 
+// A credential of a consumer (APISIX 3.7+, `/consumers/{username}/credentials/{id}`): one
+// auth plugin's consumer-side conf, authenticating as that consumer.
+// Thread: any (value type)
+struct CredentialConf {
+  std::string id;        // the credential's own id
+  std::string consumer;  // the username of the consumer it belongs to
+  std::string name, desc;
+  std::map<std::string, std::string> labels;
+  Json plugins;  // object: auth plugins' consumer-side confs, secrets revealed
+  int64_t create_time = 0, update_time = 0;
+};
+
 // Plugins that run on every request, before the route's own.
 // Thread: any (value type)
 struct GlobalRuleConf {
@@ -246,6 +258,7 @@ struct ConfigSet {
   std::vector<UpstreamConf> upstreams;
   // Which kinds are served: config_kinds() in snapshot_builder.h.
   std::vector<ConsumerConf> consumers;
+  std::vector<CredentialConf> credentials;  // of the consumers above; ids unique per consumer
   std::vector<GlobalRuleConf> global_rules;
   std::vector<PluginConfigConf> plugin_configs;
   std::vector<ConsumerGroupConf> consumer_groups;

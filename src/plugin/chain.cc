@@ -15,7 +15,9 @@ uint64_t monotonic_ns() {
 void Context::reset() {
   req = nullptr;
   match = {};
-  route_id = service_id = matched_uri = matched_host = consumer = {};
+  route_id = service_id = matched_uri = matched_host = consumer = consumer_group_id = {};
+  credential = nullptr;
+  consumers = nullptr;
   route_name = service_name = {};
   snapshot = nullptr;
   route = nullptr;
@@ -59,21 +61,77 @@ Chain::Chain(std::vector<Entry> entries) : entries_(std::move(entries)) {
   if (entries_.size() > kMaxEntries) {
     entries_.resize(kMaxEntries);  // the builder refuses more; this keeps the masks sound
   }
-  for (size_t i = 0; i < entries_.size(); ++i) {
+  index_phases(~uint64_t{0});
+}
+
+void Chain::index_phases(uint64_t rewrite_mask) {
+  std::vector<uint8_t> order(entries_.size());
+  for (size_t i = 0; i < order.size(); ++i) {
+    order[i] = static_cast<uint8_t>(i);
+  }
+  std::stable_sort(order.begin(), order.end(), [this](uint8_t x, uint8_t y) {
+    const Entry& a = entries_[x];
+    const Entry& b = entries_[y];
+    return a.priority != b.priority ? a.priority > b.priority : a.name < b.name;
+  });
+  for (uint8_t i : order) {
     uint32_t bits = entries_[i].plugin->phases();
     for (int p = 0; p < kPhaseCount; ++p) {
-      if ((bits & (1u << p)) != 0) {
-        by_phase_[p].push_back(static_cast<uint8_t>(i));
+      if ((bits & (1u << p)) == 0) {
+        continue;
       }
+      if (p == static_cast<int>(Phase::kRewrite) && (rewrite_mask >> i & 1) == 0) {
+        continue;
+      }
+      by_phase_[p].push_back(i);
+      mask_ |= 1u << p;
     }
-    mask_ |= bits;
     any_filter_ = any_filter_ || entries_[i].has_filter;
     any_prefer_route_ = any_prefer_route_ || entries_[i].prefer_route;
     needs_body_ = needs_body_ || entries_[i].plugin->needs_body();
     if (entries_[i].plugin->reads_head()) {
-      head_.push_back(static_cast<uint8_t>(i));
+      head_.push_back(i);
     }
   }
+}
+
+std::shared_ptr<const Chain> Chain::with_consumer(const Chain* route, const Chain& consumer) {
+  auto merged = std::make_shared<Chain>();
+  if (route != nullptr) {
+    merged->entries_ = route->entries_;
+  }
+  uint64_t added = 0;
+  for (const Entry& e : consumer.entries_) {
+    auto same = std::find_if(merged->entries_.begin(), merged->entries_.end(),
+                             [&](const Entry& r) { return r.name == e.name; });
+    if (same != merged->entries_.end()) {
+      *same = e;
+      continue;
+    }
+    if (merged->entries_.size() == kMaxEntries) {
+      return nullptr;
+    }
+    added |= uint64_t{1} << merged->entries_.size();
+    merged->entries_.push_back(e);
+  }
+  merged->index_phases(added);
+  return merged;
+}
+
+std::shared_ptr<const Chain> MergedChains::get(uint64_t version, const Chain* route,
+                                               const Consumer& c) {
+  if (version < version_) {
+    return Chain::with_consumer(route, *c.chain);  // an older snapshot's request
+  }
+  if (version > version_ || map_.size() >= kMax) {
+    map_.clear();
+    version_ = version;
+  }
+  auto [it, fresh] = map_.try_emplace({route, &c});
+  if (fresh) {
+    it->second = Chain::with_consumer(route, *c.chain);
+  }
+  return it->second;
 }
 
 uint64_t Chain::filter_mask(const router::MatchContext& m) const {

@@ -9,8 +9,11 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <unordered_map>
+#include <utility>
 #include <vector>
 
+#include "plugin/consumer.h"
 #include "plugin/plugin.h"
 #include "router/expr.h"
 
@@ -30,6 +33,7 @@ struct Entry {
   // PluginInfo::prefer_route: in the global chain, skipped for a request whose route chain
   // has a plugin of the same name.
   bool prefer_route = false;
+  bool auth = false;  // PluginInfo::auth
 };
 
 // Thread: any (immutable)
@@ -39,6 +43,14 @@ class Chain {
   static constexpr size_t kMaxEntries = 64;
   explicit Chain(std::vector<Entry> entries);
   Chain() = default;
+
+  // The chain a request runs once it has authenticated as a consumer with plugins (APISIX's
+  // merge_consumer_route): `route`'s entries keep their indexes (so marks and filter bits stay
+  // theirs), each one the consumer also has replaced by the consumer's, then the consumer's
+  // others appended. Its rewrite phase lists only the appended ones (APISIX's
+  // rewrite_in_consumer: the route's rewrite has run); every other phase lists all, by
+  // priority. Null when the merge would pass kMaxEntries.
+  static std::shared_ptr<const Chain> with_consumer(const Chain* route, const Chain& consumer);
 
   bool has(Phase p) const { return (mask_ & phase_bit(p)) != 0; }
   bool empty() const { return entries_.empty(); }
@@ -56,6 +68,9 @@ class Chain {
   uint64_t preferred_by(const Chain& route) const;
 
  private:
+  // Lists each phase's entries by priority; the rewrite phase only those in `rewrite_mask`.
+  void index_phases(uint64_t rewrite_mask);
+
   std::vector<Entry> entries_;
   std::array<std::vector<uint8_t>, kPhaseCount> by_phase_;
   std::vector<uint8_t> head_;
@@ -77,6 +92,27 @@ struct Chains {
   bool needs_body() const {
     return (global != nullptr && global->needs_body()) || (route != nullptr && route->needs_body());
   }
+};
+
+// A worker's merged chains (Chain::with_consumer) by route chain and consumer, kept for the
+// snapshot version they were made under: a newer version empties it, and a request still on
+// an older one gets a chain made for it alone.
+// Thread: worker
+class MergedChains {
+ public:
+  std::shared_ptr<const Chain> get(uint64_t version, const Chain* route, const Consumer& c);
+
+ private:
+  static constexpr size_t kMax = 4096;  // past this the map is emptied and starts over
+  struct KeyHash {
+    size_t operator()(const std::pair<const Chain*, const Consumer*>& k) const {
+      return std::hash<const void*>()(k.first) * 31 + std::hash<const void*>()(k.second);
+    }
+  };
+  uint64_t version_ = 0;
+  std::unordered_map<std::pair<const Chain*, const Consumer*>, std::shared_ptr<const Chain>,
+                     KeyHash>
+      map_;
 };
 
 // Evaluates the `_meta.filter`s once, while the request head is readable, skips the global

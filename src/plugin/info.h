@@ -5,11 +5,14 @@
 
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <span>
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <vector>
 
 #include "common/status.h"
+#include "plugin/consumer.h"
 #include "plugin/plugin.h"
 
 namespace sluice::plugin {
@@ -102,6 +105,16 @@ struct PluginInfo {
   // choice beyond APISIX: of several global rules carrying it, only the first's instance is
   // kept (with a warning), so the plugin runs once per request; APISIX runs each rule's.
   bool prefer_route = false;
+
+  // An auth plugin (APISIX's type "auth"): it runs in the rewrite phase, finds the request's
+  // credential in its index and calls attach_consumer (consumer.h). Its conf on a consumer or
+  // credential is checked with PluginUse::kConsumer and never joins a chain.
+  bool auth = false;
+  // Builds the plugin's index over every consumer-side conf of it, with the snapshot. Errors
+  // refuse the whole configuration; `warnings` get what is only logged (a key two consumers
+  // share). Only auth plugins have one.
+  common::StatusOr<std::shared_ptr<const ConsumerIndex>> (*index)(
+      std::span<const AuthConf> confs, std::vector<std::string>* warnings) = nullptr;
 };
 
 }  // namespace sluice::plugin

@@ -36,6 +36,8 @@ enum class Action : uint8_t {
 
 struct Context;
 class Plugin;
+struct Credential;
+class Consumers;
 
 // The worker a request runs on, as the plugins see it: suspending a request for an
 // asynchronous answer and resuming it. Implemented by server::Worker.
@@ -116,7 +118,14 @@ struct Context {
   // Views into the pinned snapshot; empty when no route matched.
   std::string_view route_id, service_id, matched_uri, matched_host;
   std::string_view route_name, service_name;
-  std::string_view consumer;  // set by auth plugins
+  // Set by auth plugins (attach_consumer, consumer.h): the consumer's name and group id (for
+  // vars, keys and labels) and the credential the request presented.
+  std::string_view consumer;
+  std::string_view consumer_group_id;
+  const Credential* credential = nullptr;
+  // The pinned snapshot's consumers, where auth plugins find their indexes. Never null while
+  // the request phases run.
+  const Consumers* consumers = nullptr;
   WorkerLocal* worker = nullptr;
   void* conn = nullptr;  // the server's connection object; opaque to plugins
 
