@@ -75,6 +75,17 @@ class Builder {
     return common::Status::ok();
   }
 
+  // Consumer groups are served through their consumers (link_consumers).
+  common::Status link_consumer_groups() { return common::Status::ok(); }
+  common::Status link_consumers() {
+    auto consumers = build_consumers(set_, shared_, &out_.warnings);
+    if (!consumers.is_ok()) {
+      return consumers.status();
+    }
+    snap_->consumers = std::move(consumers).value();
+    return common::Status::ok();
+  }
+
   common::Status link_ssls() {
     snap_->certs = build_cert_index(set_.ssls, &out_.warnings);
     return common::Status::ok();
@@ -368,8 +379,8 @@ const KindStep kKindSteps[] = {
     {"plugin_configs", count_of<&ConfigSet::plugin_configs>, &Builder::link_plugin_configs},
     {"global_rules", count_of<&ConfigSet::global_rules>, &Builder::link_global_rules},
     {"routes", count_of<&ConfigSet::routes>, &Builder::link_routes},
-    {"consumers", count_of<&ConfigSet::consumers>, nullptr},
-    {"consumer_groups", count_of<&ConfigSet::consumer_groups>, nullptr},
+    {"consumer_groups", count_of<&ConfigSet::consumer_groups>, &Builder::link_consumer_groups},
+    {"consumers", count_of<&ConfigSet::consumers>, &Builder::link_consumers},
     {"stream_routes", count_of<&ConfigSet::stream_routes>, nullptr},
     {"protos", count_of<&ConfigSet::protos>, nullptr},
     {"plugin_metadata", count_of<&ConfigSet::plugin_metadata>, nullptr},

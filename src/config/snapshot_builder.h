@@ -50,6 +50,13 @@ common::Status check_route_compiles(const RouteConf& r);
 std::shared_ptr<const tls::CertIndex> build_cert_index(const std::vector<SslConf>& ssls,
                                                        std::vector<std::string>* warnings);
 
+// The consumers, credentials and consumer groups as the request path sees them
+// (snapshot_consumers.cc): every consumer, each auth plugin's index, and each consumer's
+// non-auth plugins (over its group's) as a chain to merge into a route's. Credentials whose
+// secrets cannot be resolved, or that name a missing consumer, are left out with a warning.
+common::StatusOr<std::shared_ptr<const plugin::Consumers>> build_consumers(
+    const ConfigSet& set, plugin::Shared& shared, std::vector<std::string>* warnings);
+
 // A `$env://NAME` reference read now; `$secret://` ones need a secret manager Sluice does not
 // serve yet; anything else is the PEM itself. False (with `why`) when the PEM cannot be had.
 bool resolve_pem(const std::string& v, std::string* out, std::string* why);

@@ -96,6 +96,11 @@ class Exchange final : public proxy::UpstreamOwner {
     kClosed,      // ended early: the connection must close
   };
 
+  // The request phases around authentication: the rewrite phase of the route's chains, then
+  // (a consumer with plugins attached) the rewrite phase of the plugins its merge added, then
+  // the rest on the merged chain.
+  enum class ConsumerStage : uint8_t { kRouteRewrite, kConsumerRewrite, kRest };
+
   // Everything about one request; begin() resets it whole.
   struct State {
     Phase phase = Phase::kIdle;
@@ -113,6 +118,8 @@ class Exchange final : public proxy::UpstreamOwner {
     const upstream::Upstream* up_conf = nullptr;
     bool plugins = false;  // this request runs plugin chains
     uint64_t plugin_wait = 0;
+    // Where the request phases stand with the consumer's plugins (exchange_plugins.cc).
+    ConsumerStage consumer_stage = ConsumerStage::kRouteRewrite;
     // Tries.
     int node = -1;
     uint64_t tried = 0;  // bit per node already tried
@@ -158,6 +165,12 @@ class Exchange final : public proxy::UpstreamOwner {
   // exchange_plugins.cc.
   void begin_plugins(const router::MatchContext& m);
   bool run_request_plugins();
+  // After the rewrite phase: merges the plugins of the consumer the request authenticated as
+  // into its route's chain. False when it answered the request (503: the consumer's group is
+  // gone).
+  bool merge_consumer();
+  // Answers or suspends the request for a hook's verdict; true for kContinue.
+  bool plugin_verdict(plugin::Action a);
   void plugin_header_filter(int status, const http::ResponseHead* upstream_head);
   void end_plugins();
   // exchange_upstream.cc: tries, the balancer, the request going up.
@@ -218,6 +231,8 @@ class Exchange final : public proxy::UpstreamOwner {
   std::vector<http::Header> fields_;           // the gateway's and plugins' fields
   plugin::Context pctx_;
   plugin::Chains chains_;
+  // The route's chain merged with the consumer's, while chains_.route points at it.
+  std::shared_ptr<const plugin::Chain> merged_;
 };
 
 }  // namespace sluice::server

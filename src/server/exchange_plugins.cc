@@ -45,6 +45,11 @@ std::string_view matched_host(const std::vector<std::string>& hosts, std::string
   return {};
 }
 
+const plugin::Consumers& no_consumers() {
+  static const plugin::Consumers kNone;
+  return kNone;
+}
+
 }  // namespace
 
 void Exchange::begin_plugins(const router::MatchContext& m) {
@@ -55,6 +60,7 @@ void Exchange::begin_plugins(const router::MatchContext& m) {
   c.worker = &w_.plugin_local();
   c.conn = this;
   c.snapshot = snap_.get();
+  c.consumers = snap_->consumers ? snap_->consumers.get() : &no_consumers();
   c.route = st_.route;
   const snapshot::Route* route = st_.route;
   chains_ = {snap_->global.get(), route != nullptr ? route->chain.get() : nullptr};
@@ -79,8 +85,67 @@ void Exchange::begin_plugins(const router::MatchContext& m) {
 
 // Runs the request phases; false when the request was answered or suspended.
 bool Exchange::run_request_plugins() {
+  if (st_.consumer_stage == ConsumerStage::kRouteRewrite) {
+    if (!plugin_verdict(plugin::run_request(chains_, pctx_, plugin::Phase::kRewrite))) {
+      return false;
+    }
+    st_.consumer_stage = ConsumerStage::kRest;
+    if (pctx_.credential != nullptr && !merge_consumer()) {
+      return false;
+    }
+  }
+  if (st_.consumer_stage == ConsumerStage::kConsumerRewrite) {
+    // Only the plugins the merge added: the global rules' and the route's rewrite has run.
+    plugin::Chains added{nullptr, chains_.route};
+    if (!plugin_verdict(plugin::run_request(added, pctx_, plugin::Phase::kRewrite))) {
+      return false;
+    }
+    st_.consumer_stage = ConsumerStage::kRest;
+  }
   plugin::Phase last = st_.route != nullptr ? plugin::Phase::kBeforeProxy : plugin::Phase::kAccess;
-  plugin::Action a = plugin::run_request(chains_, pctx_, last);
+  return plugin_verdict(plugin::run_request(chains_, pctx_, last));
+}
+
+bool Exchange::merge_consumer() {
+  const plugin::Consumer& c = *pctx_.credential->consumer;
+  if (c.group_missing) {
+    SLUICE_LOG(kError, "failed to fetch consumer group config by id: {}", c.group_id);
+    reply(503, {}, false);
+    return false;
+  }
+  if (!c.chain) {
+    return true;
+  }
+  merged_ = w_.merged_chains().get(snap_->version, chains_.route, c);
+  if (!merged_) {
+    SLUICE_LOG(kError,
+               "route {}: consumer {}: more than {} plugins once merged; its plugins "
+               "are not applied",
+               pctx_.route_id, c.name, plugin::Chain::kMaxEntries);
+    reply(500, {}, false);
+    return false;
+  }
+  chains_.route = merged_.get();
+  // The filters and prefer_route verdicts, for the merged chain's entries.
+  pctx_.skip_route = merged_->filter_mask(pctx_.match);
+  if (chains_.global != nullptr) {
+    pctx_.skip_global =
+        chains_.global->filter_mask(pctx_.match) | chains_.global->preferred_by(*merged_);
+  }
+  if (!pctx_.timed && chains_.timed()) {
+    pctx_.timed = true;
+    pctx_.start_ns = plugin::monotonic_ns();
+    pctx_.bytes_in = st_.head_len;
+  }
+  if (merged_->has(plugin::Phase::kRewrite)) {
+    st_.consumer_stage = ConsumerStage::kConsumerRewrite;
+    pctx_.phase = plugin::Phase::kRewrite;
+    pctx_.cursor = 0;
+  }
+  return true;
+}
+
+bool Exchange::plugin_verdict(plugin::Action a) {
   if (a == plugin::Action::kPending) {
     st_.phase = Phase::kPluginWait;
     arm(w_.settings().header_timeout_ms);  // the hook's own timeout comes first
@@ -95,7 +160,11 @@ bool Exchange::run_request_plugins() {
 
 void Exchange::on_plugin_resume(plugin::Action a) {
   st_.plugin_wait = 0;
-  plugin::resumed(chains_, pctx_, a);
+  if (st_.consumer_stage == ConsumerStage::kConsumerRewrite) {
+    plugin::resumed({nullptr, chains_.route}, pctx_, a);
+  } else {
+    plugin::resumed(chains_, pctx_, a);
+  }
   if (a == plugin::Action::kReply) {
     reply(pctx_.reply_status, pctx_.reply_body, false);
   } else if (run_request_plugins()) {
@@ -129,6 +198,7 @@ void Exchange::end_plugins() {
   }
   c.bytes_out += down_->head_bytes();
   plugin::run_response(chains_, c, plugin::Phase::kLog);
+  merged_.reset();
   c.req = nullptr;
   c.match.req = nullptr;
 }

@@ -97,6 +97,8 @@ class Worker final : public plugin::Host {
 
   // --- the plugins' view of this worker (plugin::Host) ---
   plugin::WorkerLocal& plugin_local() { return plugin_local_; }
+  // Route chains merged with consumers' plugins (Exchange::merge_consumer).
+  plugin::MergedChains& merged_chains() { return merged_chains_; }
   uint64_t suspend(plugin::Context& ctx) override;
   plugin::Context* waiting(uint64_t token) override;
   void resume(uint64_t token, plugin::Action a) override;
@@ -134,6 +136,7 @@ class Worker final : public plugin::Host {
   std::unordered_map<uint64_t, Exchange*> plugin_waiting_;
   uint64_t next_plugin_token_ = 1;
   plugin::WorkerLocal plugin_local_;
+  plugin::MergedChains merged_chains_;
   IncidentLog incidents_;
   metrics::ConnStats stats_;
   std::unordered_map<ClientConn*, std::unique_ptr<ClientConn>> clients_;

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "plugin/chain.h"
+#include "plugin/consumer.h"
 #include "router/route_table.h"
 #include "tls/cert_index.h"
 #include "upstream/upstream.h"
@@ -50,6 +51,8 @@ struct Snapshot {
   std::shared_ptr<const plugin::Chain> global;
   // The `ssls` objects: server certificates by SNI, client ones by id. Never null once built.
   std::shared_ptr<const tls::CertIndex> certs;
+  // Consumers, their credentials and the auth plugins' indexes. Never null once built.
+  std::shared_ptr<const plugin::Consumers> consumers;
 };
 
 using SnapshotPtr = std::shared_ptr<const Snapshot>;

@@ -98,7 +98,7 @@ def test_first_start_with_a_broken_file_says_nothing_is_served(make_gateway):
 
 def test_served_kinds_are_not_called_unserved(make_gateway, upstream):
     """global_rules and plugin_configs are served: no warning says otherwise. A kind that is
-    not served (consumers) is named once, with the file's name in front once."""
+    not served (protos) is named once, with the file's name in front once."""
     text = (
         "routes:\n"
         "  - id: r1\n"
@@ -121,8 +121,9 @@ def test_served_kinds_are_not_called_unserved(make_gateway, upstream):
         "        headers:\n"
         "          set:\n"
         "            X-Global: g1\n"
-        "consumers:\n"
-        "  - username: jack\n"
+        "protos:\n"
+        "  - id: p1\n"
+        "    content: syntax = \"proto3\";\n"
         "#END\n" % upstream.addr)
     gw = _start_with_text(make_gateway, text, log_level="warn")
     r = get(gw.port, "/g")
@@ -133,8 +134,8 @@ def test_served_kinds_are_not_called_unserved(make_gateway, upstream):
     log = gw.log_text()
     not_served = [ln for ln in log.splitlines() if "not served" in ln]
     assert not any("global_rules" in ln or "plugin_configs" in ln for ln in not_served), log
-    assert len(not_served) == 1 and "consumers (1 items)" in not_served[0], log
-    assert "%s: consumers" % gw.apisix_path in not_served[0], not_served
+    assert len(not_served) == 1 and "protos (1 items)" in not_served[0], log
+    assert "%s: protos" % gw.apisix_path in not_served[0], not_served
     assert "apisix.yaml: apisix.yaml" not in log and \
         not_served[0].count("apisix.yaml") == 1, not_served
 

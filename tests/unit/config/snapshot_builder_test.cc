@@ -45,10 +45,11 @@ TEST(SnapshotBuilderTest, ConfigKindsSayWhatIsServed) {
   for (const ConfigKind& k : config_kinds()) {
     (k.served ? served : kept).emplace_back(k.name);
   }
-  EXPECT_THAT(served, ::testing::ElementsAre("ssls", "upstreams", "services", "plugin_configs",
-                                             "global_rules", "routes"));
-  EXPECT_THAT(kept, ::testing::ElementsAre("consumers", "consumer_groups", "stream_routes",
-                                           "protos", "plugin_metadata", "secrets"));
+  EXPECT_THAT(served,
+              ::testing::ElementsAre("ssls", "upstreams", "services", "plugin_configs",
+                                     "global_rules", "routes", "consumer_groups", "consumers"));
+  EXPECT_THAT(kept,
+              ::testing::ElementsAre("stream_routes", "protos", "plugin_metadata", "secrets"));
   ConfigSet set;
   set.global_rules.emplace_back();
   set.global_rules.emplace_back();
