@@ -2,21 +2,27 @@
 
 #include <array>
 
+#include "plugins/ip_restriction/ip_restriction.h"
 #include "plugins/limit_count/limit_count.h"
 #include "plugins/prometheus/prometheus.h"
 #include "plugins/proxy_rewrite/proxy_rewrite.h"
 #include "plugins/redirect/redirect.h"
+#include "plugins/referer_restriction/referer_restriction.h"
 #include "plugins/response_rewrite/response_rewrite.h"
+#include "plugins/ua_restriction/ua_restriction.h"
 
 namespace sluice::plugins {
 
 std::span<const plugin::PluginInfo> builtin() {
-  static const std::array<plugin::PluginInfo, 5> kBuiltin{
-      proxy_rewrite::info(),     // 1008
-      limit_count::info(),       // 1002
-      redirect::info(),          // 900
-      response_rewrite::info(),  // 899
-      prometheus::info(),        // 500
+  static const std::array<plugin::PluginInfo, 8> kBuiltin{
+      ip_restriction::info(),       // 3000
+      ua_restriction::info(),       // 2999
+      referer_restriction::info(),  // 2990
+      proxy_rewrite::info(),        // 1008
+      limit_count::info(),          // 1002
+      redirect::info(),             // 900
+      response_rewrite::info(),     // 899
+      prometheus::info(),           // 500
   };
   return kBuiltin;
 }
