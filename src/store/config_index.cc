@@ -158,6 +158,10 @@ void ConfigIndex::erase(const std::string& key, std::string_view kind) {
     erase_key(set_.plugin_configs, plugin_configs_, key);
   } else if (kind == "ssls") {
     erase_key(set_.ssls, ssls_, key);
+  } else if (kind == "consumers") {
+    erase_key(set_.consumers, consumers_, key);
+  } else if (kind == "consumer_groups") {
+    erase_key(set_.consumer_groups, consumer_groups_, key);
   }
   set_refs(key, {});
 }
@@ -189,6 +193,10 @@ Status ConfigIndex::apply(const Change& c) {
     st = absorb(config::decode_plugin_config(v), key, set_.plugin_configs, plugin_configs_);
   } else if (parts.kind == "ssls") {
     st = absorb(config::decode_ssl(v), key, set_.ssls, ssls_);
+  } else if (parts.kind == "consumers") {
+    st = absorb(config::decode_consumer(v), key, set_.consumers, consumers_);
+  } else if (parts.kind == "consumer_groups") {
+    st = absorb(config::decode_consumer_group(v), key, set_.consumer_groups, consumer_groups_);
   }
   if (st) {
     set_refs(key, refs_of(parts.kind, v));

@@ -55,6 +55,7 @@ class ConfigIndex {
   std::string prefix_;
   config::ConfigSet set_;
   Positions routes_, services_, upstreams_, global_rules_, plugin_configs_, ssls_;
+  Positions consumers_, consumer_groups_;
   std::map<std::string, std::vector<std::string>> refs_;    // key -> keys it references
   std::map<std::string, std::set<std::string>> referrers_;  // key -> keys referencing it
 };

@@ -83,7 +83,7 @@ TEST(PluginRegistry, EnablesEveryBuiltInPluginByDefault) {
   ASSERT_NE(prom, nullptr);
   EXPECT_EQ(prom->priority, 500);
   EXPECT_NE(prom->make, nullptr);
-  EXPECT_EQ(find_plugin("key-auth"), nullptr);
+  EXPECT_EQ(find_plugin("openid-connect"), nullptr);
   EXPECT_EQ(find_plugin("fake-stream", kFakes), &kFakes[1]);
   EXPECT_EQ(find_plugin("fake", kFakes), nullptr);
   EXPECT_EQ(find_plugin("limit-count", kFakes), nullptr);
