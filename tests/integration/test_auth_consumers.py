@@ -221,3 +221,61 @@ def test_consumer_name_in_limit_count_key_and_vars(gw, upstream):
     assert get(gw.port, "/k", headers=[("apikey", "j")]).status == 429
     r = get(gw.port, "/k", headers=[("apikey", "r")])
     assert r.status == 200, r
+
+
+def test_consumer_limit_count_counts_per_route(gw, upstream):
+    """APISIX keys a consumer's limit-count under the merged route ("route&consumer"): each
+    route the consumer calls has its own budget."""
+    put_ok(gw, "/consumer_groups/g1", {"plugins": {}})
+    put_ok(gw, "/consumers/jack", {"username": "jack", "group_id": "g1", "plugins": {
+        "key-auth": {"key": "j"},
+        "limit-count": {"count": 1, "time_window": 60, "rejected_code": 429}}})
+    for rid in ("1", "2"):
+        put_ok(gw, "/routes/%s" % rid, admin_route("/r%s" % rid, upstream, plugins={
+            "key-auth": {},
+            "proxy-rewrite": {"headers": {"set": {"X-Group": "$consumer_group_id"}}}}))
+    r = get(gw.port, "/r1", headers=[("apikey", "j")])
+    assert r.status == 200 and sent(r, "x-group") == "g1", r
+    assert get(gw.port, "/r1", headers=[("apikey", "j")]).status == 429
+    assert get(gw.port, "/r2", headers=[("apikey", "j")]).status == 200
+    assert get(gw.port, "/r2", headers=[("apikey", "j")]).status == 429
+
+
+def test_missing_group_answers_503(gw, make_gateway, upstream):
+    """The Admin API keeps a group a consumer names (APISIX's texts); a consumer whose group is
+    missing anyway (a standalone file, etcd) authenticates, and its requests get 503."""
+    put_ok(gw, "/consumer_groups/g1", {"plugins": {}})
+    put_ok(gw, "/consumers/jack", {"username": "jack", "group_id": "g1",
+                                   "plugins": {"key-auth": {"key": "j"}}})
+    r = gw.admin("DELETE", "/consumer_groups/g1")
+    assert r.status == 400 and r.error_msg == \
+        "can not delete this consumer group, consumer [jack] is still using it now", r
+    r = gw.admin("PUT", "/consumers/rose", {"username": "rose", "group_id": "nope"})
+    assert r.status == 400 and r.error_msg == ("failed to fetch consumer group info by consumer "
+                                               "group id [nope], response code: 404"), r
+    sa = make_gateway(start=False, probe=False)
+    sa.write_config()
+    sa.write_apisix_text(
+        "routes:\n"
+        "  - id: r1\n"
+        "    uri: /d\n"
+        "    plugins:\n"
+        "      key-auth: {}\n"
+        "    upstream:\n"
+        "      nodes:\n"
+        "        \"%s\": 1\n"
+        "consumers:\n"
+        "  - username: jack\n"
+        "    group_id: gone\n"
+        "    plugins:\n"
+        "      key-auth:\n"
+        "        key: j\n"
+        "  - username: rose\n"
+        "    plugins:\n"
+        "      key-auth:\n"
+        "        key: r\n"
+        "#END\n" % upstream.addr)
+    sa.start(write=False)
+    assert get(sa.port, "/d", headers=[("apikey", "r")]).status == 200
+    assert get(sa.port, "/d", headers=[("apikey", "j")]).status == 503
+    assert sa.wait_for_log(r"failed to fetch consumer group config by id: gone", timeout=3)

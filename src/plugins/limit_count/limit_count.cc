@@ -80,11 +80,14 @@ common::StatusOr<std::shared_ptr<const plugin::Plugin>> make(const plugin::Json&
     table = env.shared.get<CounterTable>("limit-count/local",
                                          [&] { return std::make_shared<CounterTable>(slots); });
   }
+  const bool per_route = conf->group.empty() && env.owner.starts_with("consumer/");
   std::string scope = conf->group.empty() ? std::string(env.owner) : "group/" + conf->group;
   scope += ':';
   common::append_uint(scope, stable_hash(json.dump()));
-  return std::shared_ptr<const plugin::Plugin>(std::make_shared<const LimitCount>(
-      std::move(conf).value(), std::move(scope), std::move(table)));
+  auto lc =
+      std::make_shared<LimitCount>(std::move(conf).value(), std::move(scope), std::move(table));
+  lc->set_per_route(per_route);
+  return std::shared_ptr<const plugin::Plugin>(std::move(lc));
 }
 
 }  // namespace
@@ -125,6 +128,9 @@ std::string_view LimitCount::var_value(const Part& p, Context& ctx, router::VarS
   if (p.text == "consumer_name") {
     return ctx.consumer;
   }
+  if (p.text == "consumer_group_id") {
+    return ctx.consumer_group_id;
+  }
   if (p.text == "route_id") {
     return ctx.route_id;
   }
@@ -136,12 +142,23 @@ std::string_view LimitCount::var_value(const Part& p, Context& ctx, router::VarS
 }
 
 std::string_view LimitCount::key(Context& ctx) const {
-  if (conf_.key_type == KeyType::kConstant) {
+  if (conf_.key_type == KeyType::kConstant && !per_route_) {
     return conf_.key;
   }
   router::VarScratch s;
   std::string& out = ctx.scratch;
   out.clear();
+  if (per_route_) {
+    // A consumer's (or its group's) conf counts per route, as APISIX's conf_type
+    // "route&consumer" keys it.
+    out.append(ctx.route_id);
+    out.push_back('&');
+    if (conf_.key_type == KeyType::kConstant) {
+      out.append(conf_.key);
+      return out;
+    }
+  }
+  const size_t start = out.size();
   bool any = false;
   for (const Part& p : parts_) {
     if (!p.is_var) {
@@ -154,7 +171,8 @@ std::string_view LimitCount::key(Context& ctx) const {
   }
   if (!any) {
     // APISIX: an empty key falls back to the client address.
-    out.assign(ctx.match.remote_addr);
+    out.resize(start);
+    out.append(ctx.match.remote_addr);
   }
   return out;
 }

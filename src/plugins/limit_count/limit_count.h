@@ -23,6 +23,9 @@ const plugin::PluginInfo& info();
 class LimitCount final : public plugin::Plugin {
  public:
   LimitCount(Conf conf, std::string scope, std::shared_ptr<CounterTable> table);
+  // The conf is a consumer's (or its group's), merged into routes: its counters are per route,
+  // as APISIX keys them under conf_type "route&consumer".
+  void set_per_route(bool on) { per_route_ = on; }
   uint32_t phases() const override { return plugin::phase_bit(plugin::Phase::kAccess); }
   plugin::Action access(plugin::Context& ctx) const override;
 
@@ -58,6 +61,7 @@ class LimitCount final : public plugin::Plugin {
   std::string rejected_body_;
   RedisTarget redis_;         // policy redis / redis-cluster
   std::string redis_prefix_;  // "plugin-limit-count:<scope>:"
+  bool per_route_ = false;    // a consumer's conf: counted per route (set_per_route)
 };
 
 }  // namespace sluice::plugins::limit_count

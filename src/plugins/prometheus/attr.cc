@@ -52,13 +52,14 @@ StatusOr<LabelVar> LabelVar::parse(std::string_view ref) {
     std::string_view name;
     Kind kind;
   };
-  static constexpr std::array<Named, 7> kOwn = {{
+  static constexpr std::array<Named, 8> kOwn = {{
       {"status", Kind::kStatus},
       {"route_id", Kind::kRouteId},
       {"route_name", Kind::kRouteName},
       {"service_id", Kind::kServiceId},
       {"service_name", Kind::kServiceName},
       {"consumer_name", Kind::kConsumerName},
+      {"consumer_group_id", Kind::kConsumerGroupId},
       {"upstream_addr", Kind::kUpstreamAddr},
   }};
   LabelVar v;
@@ -108,6 +109,8 @@ std::string_view LabelVar::get(const plugin::Context& ctx, router::VarScratch* s
       return ctx.service_name;
     case Kind::kConsumerName:
       return ctx.consumer;
+    case Kind::kConsumerGroupId:
+      return ctx.consumer_group_id;
   }
   return out;
 }

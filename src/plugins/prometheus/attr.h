@@ -44,6 +44,7 @@ class LabelVar {
     kServiceId,
     kServiceName,
     kConsumerName,
+    kConsumerGroupId,
     kUpstreamAddr,  // the last try's node, as nginx's $upstream_addr names it
   };
   Kind kind_ = Kind::kRequest;

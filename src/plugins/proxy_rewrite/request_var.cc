@@ -61,7 +61,7 @@ StatusOr<RequestVar> RequestVar::parse(std::string_view name) {
     std::string_view name;
     Kind kind;
   };
-  static constexpr std::array<Named, 9> kOwn = {{
+  static constexpr std::array<Named, 10> kOwn = {{
       {"uri", Kind::kUri},
       {"document_uri", Kind::kUri},
       {"is_args", Kind::kIsArgs},
@@ -70,6 +70,7 @@ StatusOr<RequestVar> RequestVar::parse(std::string_view name) {
       {"service_id", Kind::kServiceId},
       {"service_name", Kind::kServiceName},
       {"consumer_name", Kind::kConsumerName},
+      {"consumer_group_id", Kind::kConsumerGroupId},
       {"server_protocol", Kind::kServerProtocol},
   }};
   RequestVar v;
@@ -122,6 +123,9 @@ bool RequestVar::get(VarSource& src, std::string_view* out) const {
       break;
     case Kind::kConsumerName:
       *out = ctx.consumer;
+      break;
+    case Kind::kConsumerGroupId:
+      *out = ctx.consumer_group_id;
       break;
     case Kind::kServerProtocol:
       *out = ctx.req->version_minor == 0 ? "HTTP/1.0" : "HTTP/1.1";

@@ -44,6 +44,7 @@ class RequestVar {
     kServiceId,
     kServiceName,
     kConsumerName,
+    kConsumerGroupId,
     kServerProtocol,
   };
   Kind kind_ = Kind::kNil;

@@ -34,12 +34,13 @@ StatusOr<ValueTemplate::Part> ValueTemplate::variable(std::string_view name,
     std::string_view name;
     Source source;
   };
-  static constexpr std::array<Named, 7> kContext = {{
+  static constexpr std::array<Named, 8> kContext = {{
       {"route_id", Source::kRouteId},
       {"route_name", Source::kRouteName},
       {"service_id", Source::kServiceId},
       {"service_name", Source::kServiceName},
       {"consumer_name", Source::kConsumerName},
+      {"consumer_group_id", Source::kConsumerGroupId},
       {"balancer_ip", Source::kBalancerIp},
       {"balancer_port", Source::kBalancerPort},
   }};
@@ -145,6 +146,9 @@ bool ValueTemplate::lookup(const Part& p, const plugin::Context& ctx, const rout
       break;
     case Source::kConsumerName:
       *out = ctx.consumer;
+      break;
+    case Source::kConsumerGroupId:
+      *out = ctx.consumer_group_id;
       break;
     case Source::kBalancerIp:
       *out = ctx.upstream_ip;

@@ -40,6 +40,7 @@ class ValueTemplate {
     kServiceId,
     kServiceName,
     kConsumerName,
+    kConsumerGroupId,
     kBalancerIp,
     kBalancerPort,
   };
