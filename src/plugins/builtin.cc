@@ -1,10 +1,10 @@
 #include "plugins/builtin.h"
 
-#include <array>
-
+#include "plugins/consumer_restriction/consumer_restriction.h"
 #include "plugins/ip_restriction/ip_restriction.h"
 #include "plugins/key_auth/key_auth.h"
 #include "plugins/limit_count/limit_count.h"
+#include "plugins/multi_auth.h"
 #include "plugins/prometheus/prometheus.h"
 #include "plugins/proxy_rewrite/proxy_rewrite.h"
 #include "plugins/redirect/redirect.h"
@@ -15,16 +15,19 @@
 namespace sluice::plugins {
 
 std::span<const plugin::PluginInfo> builtin() {
-  static const std::array<plugin::PluginInfo, 9> kBuiltin{
-      ip_restriction::info(),       // 3000
-      ua_restriction::info(),       // 2999
-      referer_restriction::info(),  // 2990
-      key_auth::info(),             // 2500
-      proxy_rewrite::info(),        // 1008
-      limit_count::info(),          // 1002
-      redirect::info(),             // 900
-      response_rewrite::info(),     // 899
-      prometheus::info(),           // 500
+  // Highest priority first; sized by its initialisers, so an entry cannot be left empty.
+  static const plugin::PluginInfo kBuiltin[] = {
+      ip_restriction::info(),        // 3000
+      multi_auth::info(),            // 2600
+      ua_restriction::info(),        // 2999
+      referer_restriction::info(),   // 2990
+      key_auth::info(),              // 2500
+      consumer_restriction::info(),  // 2400
+      proxy_rewrite::info(),         // 1008
+      limit_count::info(),           // 1002
+      redirect::info(),              // 900
+      response_rewrite::info(),      // 899
+      prometheus::info(),            // 500
   };
   return kBuiltin;
 }

@@ -279,3 +279,127 @@ def test_missing_group_answers_503(gw, make_gateway, upstream):
     assert get(sa.port, "/d", headers=[("apikey", "r")]).status == 200
     assert get(sa.port, "/d", headers=[("apikey", "j")]).status == 503
     assert sa.wait_for_log(r"failed to fetch consumer group config by id: gone", timeout=3)
+
+
+# --------------------------------------------------------------------------- consumer-restriction
+
+
+def _two_consumers(gw):
+    put_ok(gw, "/consumer_groups/vip", {"plugins": {}})
+    put_ok(gw, "/consumers/jack", {"username": "jack", "group_id": "vip",
+                                   "plugins": {"key-auth": {"key": "j"}}})
+    put_ok(gw, "/consumers/rose", {"username": "rose", "plugins": {"key-auth": {"key": "r"}}})
+
+
+def test_consumer_restriction_whitelist_and_blacklist(gw, upstream):
+    _two_consumers(gw)
+    put_ok(gw, "/routes/1", admin_route("/w", upstream, plugins={
+        "key-auth": {}, "consumer-restriction": {"whitelist": ["jack"]}}))
+    assert get(gw.port, "/w", headers=[("apikey", "j")]).status == 200
+    r = get(gw.port, "/w", headers=[("apikey", "r")])
+    assert r.status == 403 and r.body == b'{"message":"The consumer_name is forbidden."}\n', r
+    put_ok(gw, "/routes/1", admin_route("/w", upstream, plugins={
+        "key-auth": {}, "consumer-restriction": {"blacklist": ["jack"], "rejected_code": 401,
+                                                 "rejected_msg": "go away"}}))
+    r = get(gw.port, "/w", headers=[("apikey", "j")])
+    assert r.status == 401 and r.body == b'{"message":"go away"}\n', r
+    assert get(gw.port, "/w", headers=[("apikey", "r")]).status == 200
+    # By group: rose has none, which is the 401 of a request without the value.
+    put_ok(gw, "/routes/1", admin_route("/w", upstream, plugins={
+        "key-auth": {}, "consumer-restriction": {"type": "consumer_group_id",
+                                                 "whitelist": ["vip"]}}))
+    assert get(gw.port, "/w", headers=[("apikey", "j")]).status == 200
+    r = get(gw.port, "/w", headers=[("apikey", "r")])
+    assert r.status == 401 and r.body == (b'{"message":"The request is rejected, please check the '
+                                          b'consumer_group_id for this request"}\n'), r
+
+
+def test_consumer_restriction_without_auth_and_by_route(gw, upstream):
+    put_ok(gw, "/routes/1", admin_route("/x", upstream, plugins={
+        "consumer-restriction": {"whitelist": ["jack"]}}))
+    r = get(gw.port, "/x")
+    assert r.status == 401 and b"please check the consumer_name" in r.body, r
+    # On a consumer: which routes it may call (APISIX's documented use with type route_id).
+    put_ok(gw, "/consumers/jack", {"username": "jack", "plugins": {
+        "key-auth": {"key": "j"},
+        "consumer-restriction": {"type": "route_id", "whitelist": ["2"]}}})
+    put_ok(gw, "/routes/1", admin_route("/x", upstream, plugins={"key-auth": {}}))
+    put_ok(gw, "/routes/2", admin_route("/y", upstream, plugins={"key-auth": {}}))
+    r = get(gw.port, "/x", headers=[("apikey", "j")])
+    assert r.status == 403 and r.body == b'{"message":"The route_id is forbidden."}\n', r
+    assert get(gw.port, "/y", headers=[("apikey", "j")]).status == 200
+
+
+def test_consumer_restriction_allowed_by_methods(gw, upstream):
+    _two_consumers(gw)
+    put_ok(gw, "/routes/1", admin_route("/m", upstream, methods=["GET", "POST"], plugins={
+        "key-auth": {}, "consumer-restriction": {"allowed_by_methods": [
+            {"user": "jack", "methods": ["POST"]}]}}))
+    assert http_status(gw, "POST", "/m", "j") == 200
+    assert http_status(gw, "GET", "/m", "j") == 403
+    assert http_status(gw, "GET", "/m", "r") == 200  # rose is not listed: any method
+    # A whitelisted consumer is not held to the methods.
+    put_ok(gw, "/routes/1", admin_route("/m", upstream, methods=["GET", "POST"], plugins={
+        "key-auth": {}, "consumer-restriction": {"whitelist": ["jack"], "allowed_by_methods": [
+            {"user": "jack", "methods": ["POST"]}]}}))
+    assert http_status(gw, "GET", "/m", "j") == 200
+
+
+def http_status(gw, method, path, key):
+    from harness import http
+    return http(gw.port, method, path, headers=[("apikey", key)], body=b"").status
+
+
+@pytest.mark.parametrize("conf,err", [
+    ({}, "object matches none of the alternatives"),
+    ({"whitelist": []}, 'property "whitelist" validation failed: '
+                        'expect array to have at least 1 items'),
+    ({"whitelist": ["a"], "type": "ip"}, 'property "type" validation failed: matches none of '
+                                         'the enum values'),
+    ({"blacklist": ["a"], "rejected_code": 100}, 'property "rejected_code" validation failed: '
+                                                 'expected 100 to be at least 200'),
+    ({"allowed_by_methods": [{"user": "a", "methods": ["FETCH"]}]},
+     'property "allowed_by_methods" validation failed: failed to validate item 1: property '
+     '"methods" validation failed: failed to validate item 1: matches none of the enum values'),
+])
+def test_consumer_restriction_schema(gw, upstream, conf, err):
+    r = gw.admin("PUT", "/routes/1", admin_route("/s", upstream, plugins={
+        "consumer-restriction": conf}))
+    assert r.status == 400, r
+    assert r.error_msg == ("failed to check the configuration of plugin consumer-restriction "
+                           "err: " + err), r
+
+
+# --------------------------------------------------------------------------- multi-auth
+
+
+def test_multi_auth_first_that_accepts(gw, upstream):
+    put_ok(gw, "/consumers/jack", {"username": "jack", "plugins": {"key-auth": {"key": "j"}}})
+    put_ok(gw, "/routes/1", admin_route("/ma", upstream, plugins={"multi-auth": {
+        "auth_plugins": [{"key-auth": {"header": "X-First"}},
+                         {"key-auth": {"header": "X-Second", "hide_credentials": True}}]}}))
+    r = get(gw.port, "/ma", headers=[("X-Second", "j")])
+    assert r.status == 200 and sent(r, "x-consumer-username") == "jack", r
+    assert sent(r, "x-second") is None
+    assert get(gw.port, "/ma", headers=[("X-First", "j")]).status == 200
+    r = get(gw.port, "/ma", headers=[("X-First", "bad"), ("X-Second", "bad")])
+    assert r.status == 401 and r.body == b'{"message":"Authorization Failed"}\n', r
+    assert gw.wait_for_log(r"key-auth failed to authenticate the request, code: 401\. error: "
+                           r"Invalid API key in request", timeout=3)
+
+
+@pytest.mark.parametrize("conf,err", [
+    ({}, 'property "auth_plugins" is required'),
+    ({"auth_plugins": [{"key-auth": {}}]},
+     'property "auth_plugins" validation failed: expect array to have at least 2 items'),
+    ({"auth_plugins": [{"key-auth": {}}, {"limit-count": {}}]}, "limit-count plugin is not "
+                                                                "supported"),
+    ({"auth_plugins": [{"key-auth": {}}, {"nope-auth": {}}]}, "nope-auth plugin did not found"),
+    ({"auth_plugins": [{"key-auth": {"header": 1}}, {"key-auth": {}}]},
+     'plugin key-auth check schema failed: property "header" validation failed: wrong type: '
+     'expected string, got number'),
+])
+def test_multi_auth_schema(gw, upstream, conf, err):
+    r = gw.admin("PUT", "/routes/1", admin_route("/s", upstream, plugins={"multi-auth": conf}))
+    assert r.status == 400, r
+    assert r.error_msg == "failed to check the configuration of plugin multi-auth err: " + err, r
