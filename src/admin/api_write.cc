@@ -27,6 +27,8 @@ constexpr int64_t kMaxTtl = 10LL * 365 * 86400;
 // The field that names a resource: consumers are known by username.
 const char* id_field(const Kind& k) { return k.name == "consumers" ? "username" : "id"; }
 
+}  // namespace
+
 StatusOr<Json> parse_body(const std::string& body, bool object_only) {
   if (!nesting_within(body, kMaxNesting)) {
     return Status::error(
@@ -94,6 +96,8 @@ Status server_set_fields(const Json& obj) {
   return Status::ok();
 }
 
+namespace {
+
 // `body` placed where a sub path PATCH puts it ("upstream/nodes" -> {"upstream":{"nodes":..}}),
 // so that the checks on a whole object see it.
 Json nest_at(std::string_view sub_path, const Json& body) {
@@ -106,6 +110,8 @@ Json nest_at(std::string_view sub_path, const Json& body) {
   }
   return out;
 }
+
+}  // namespace
 
 StatusOr<int64_t> ttl_arg(std::string_view query) {
   auto v = query_value(query, "ttl");
@@ -120,6 +126,8 @@ StatusOr<int64_t> ttl_arg(std::string_view query) {
   }
   return static_cast<int64_t>(n);
 }
+
+namespace {
 
 std::string id_error(const Kind& k) {
   return k.name == "consumers" ? "wrong username" : fmt::format("wrong {} id", k.singular);
@@ -409,6 +417,11 @@ AdminResponse Api::patch(Call& c) {
     return error_reply(500, "the stored value is not a JSON object");
   }
   int64_t create_time = obj.value("create_time", int64_t{0});
+  // Merged onto the opened values, which write() seals once: merging onto the ciphertext would
+  // seal it again (APISIX's #13351, fixed by decrypting before the merge in #13525).
+  if (k.name == "consumers") {
+    (void)config::reveal_secrets(k.name, &obj);  // cannot fail for consumers
+  }
   if (c.sub_path.empty()) {
     merge_patch(obj, *body);
   } else if (Status st = patch_at(obj, c.sub_path, std::move(body).value()); !st) {
@@ -447,6 +460,11 @@ AdminResponse Api::remove(const Call& c) {
   if (!referrer.empty() && !(force && *force == "true")) {
     return error_reply(400, in_use_message(k, index_.prefix(), referrer));
   }
+  if (k.name == "consumers") {
+    if (AdminResponse r = remove_credentials_of(key); r.status != 200) {
+      return r;
+    }
+  }
   auto removed = store_.remove(key, (*existing)->mod_revision);
   if (!removed) {
     if (removed.status().message().rfind("conflict", 0) == 0) {  // another writer (etcd)
@@ -459,6 +477,32 @@ AdminResponse Api::remove(const Call& c) {
   }
   // APISIX passes on etcd's count of deleted keys, as a string.
   return json_reply(200, Json{{"deleted", "1"}, {"key", key}});
+}
+
+}  // namespace sluice::admin
+
+namespace sluice::admin {
+
+AdminResponse Api::remove_credentials_of(const std::string& consumer_key) {
+  auto creds = store_.list(consumer_key + "/credentials/");
+  if (!creds) {
+    return store_error(creds.status());
+  }
+  for (const auto& e : *creds) {
+    if (!store::is_credential_key(index_.prefix(), e.key)) {
+      continue;
+    }
+    auto removed = store_.remove(e.key, e.mod_revision);
+    if (!removed) {
+      if (removed.status().message().rfind("conflict", 0) == 0) {
+        return error_reply(409, "conflict: the object changed while this request was handled");
+      }
+      return store_error(removed.status());
+    }
+  }
+  AdminResponse ok;
+  ok.status = 200;
+  return ok;
 }
 
 }  // namespace sluice::admin
