@@ -334,6 +334,11 @@ int load(const Options& o, const config::GatewayConfig& conf) {
       Json obj = item;
       std::string_view user, cred;
       const bool credential = is_credential_item(kind, item, &user, &cred);
+      if (kind == "consumers") {
+        // A dump holds plugin secrets as stored, sealed: opened here, they are sealed once
+        // below, not sealed again (a field's shape cannot tell sealed from clear).
+        (void)config::reveal_secrets(credential ? "credentials" : "consumers", &obj);
+      }
       Status st;
       if (credential) {
         obj["id"] = std::string(cred);  // stored as the Admin API stores it

@@ -167,7 +167,7 @@ def auth_plugin_or_skip(gw):
                     "(covered by tests/unit/config/resources_credential_test.cc meanwhile)")
 
 
-def test_auth_plugin_secrets_are_sealed_in_the_store_and_opened_by_get(make_gateway):
+def test_auth_plugin_secrets_are_sealed_in_the_store_and_opened_by_get(make_gateway, tmp_path):
     gw = make_gateway(admin=True)
     auth_plugin_or_skip(gw)
     body = {"username": "jack", "plugins": {"key-auth": {"key": "the-key"}}}
@@ -193,6 +193,16 @@ def test_auth_plugin_secrets_are_sealed_in_the_store_and_opened_by_get(make_gate
     r = gw.admin("PUT", "/consumers/jack/credentials/e",
                  {"plugins": {"key-auth": {"key": "$env://JACK_KEY"}}})
     assert r.status == 201 and r.value["plugins"]["key-auth"]["key"] == "$env://JACK_KEY", r
+
+    # A dump holds them sealed; loading it back seals each once, not twice.
+    assert gw.stop() == 0
+    out = tmp_path / "dump.yaml"
+    p = sluice_cli("config", "dump", "-c", gw.config_path, "-o", out)
+    assert p.returncode == 0 and "the-key" not in out.read_text(), p
+    fresh = make_gateway(admin=True, start=False)
+    fresh.write_config()
+    assert sluice_cli("config", "load", "-c", fresh.config_path, out).returncode == 0
+    assert db_value(fresh, "/apisix/consumers/jack")["plugins"]["key-auth"]["key"] == sealed
 
 
 def test_etcd_credentials_sealed_by_apisix_are_opened(etcd, make_gateway):

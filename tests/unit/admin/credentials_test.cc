@@ -168,8 +168,8 @@ TEST_F(CredentialsTest, ErrorsAsApisixAnswersThem) {
       {"PUT", "/consumers/jack/credentials/a", R"({"plugins":{"limit-count":{"count":1,
           "time_window":60}}})",
        400, "only supports auth type plugins in consumer credential"},
-      {"PUT", "/consumers/jack/credentials/a", R"({"plugins":{"key-auth":{"key":"k"}}})", 400,
-       "invalid plugins configuration: unknown plugin [key-auth]"},
+      {"PUT", "/consumers/jack/credentials/a", R"({"plugins":{"no-such-auth":{"key":"k"}}})", 400,
+       "invalid plugins configuration: unknown plugin [no-such-auth]"},
       {"PUT", "/consumers/jack/credentials/a", R"({"plugins":{"a":{},"b":{}}})", 400,
        "invalid configuration: property \"plugins\" validation failed: expect object to have "
        "at most 1 properties"},
