@@ -74,6 +74,25 @@ AdminResponse Api::credentials(Call& c) {
   return error_reply(405, fmt::format("not supported `{}` method for credential", m));
 }
 
+AdminResponse Api::remove_credentials_of(const std::string& consumer_key) {
+  auto creds = store_.list(consumer_key + "/credentials/");
+  if (!creds) {
+    return store_error(creds.status());
+  }
+  for (const auto& e : *creds) {
+    if (!store::is_credential_key(index_.prefix(), e.key)) {
+      continue;
+    }
+    auto removed = store_.remove(e.key, e.mod_revision);
+    if (!removed) {
+      return is_conflict(removed.status()) ? conflict() : store_error(removed.status());
+    }
+  }
+  AdminResponse ok;
+  ok.status = 200;
+  return ok;
+}
+
 // APISIX's order: the body's own checks (times, id, schema, plugins), then the consumer.
 AdminResponse Api::put_credential(const Call& c, const std::string& user, std::string id) {
   auto ttl = ttl_arg(c.req.query);

@@ -480,29 +480,3 @@ AdminResponse Api::remove(const Call& c) {
 }
 
 }  // namespace sluice::admin
-
-namespace sluice::admin {
-
-AdminResponse Api::remove_credentials_of(const std::string& consumer_key) {
-  auto creds = store_.list(consumer_key + "/credentials/");
-  if (!creds) {
-    return store_error(creds.status());
-  }
-  for (const auto& e : *creds) {
-    if (!store::is_credential_key(index_.prefix(), e.key)) {
-      continue;
-    }
-    auto removed = store_.remove(e.key, e.mod_revision);
-    if (!removed) {
-      if (removed.status().message().rfind("conflict", 0) == 0) {
-        return error_reply(409, "conflict: the object changed while this request was handled");
-      }
-      return store_error(removed.status());
-    }
-  }
-  AdminResponse ok;
-  ok.status = 200;
-  return ok;
-}
-
-}  // namespace sluice::admin
