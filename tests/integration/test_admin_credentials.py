@@ -117,8 +117,12 @@ def test_crud_on_etcd_and_credentials_apisix_wrote(etcd, make_gateway):
 
     # Written straight into etcd, as an APISIX node writes them: read by the Admin API, checked
     # by the node's watch (a credential naming a non-auth plugin is refused, naming the key).
+    # A credential's change rebuilds the configuration, as a consumer's does.
+    offset = len(gw.log_text())
     etcd.put("/apisix/consumers/rose/credentials/apisix",
              {"id": "apisix", "desc": "by apisix", "create_time": 1, "update_time": 1})
+    assert gw.wait_for_log(r"configuration \d+ published", timeout=10, start=offset), \
+        gw.log_tail()
     etcd.put("/apisix/consumers/rose/credentials/bad",
              {"id": "bad", "plugins": {"limit-count": {"count": 1, "time_window": 1}}})
     m = gw.wait_for_log(r"etcd: /apisix/consumers/rose/credentials/bad at revision \d+ skipped"
