@@ -151,19 +151,27 @@ bool has_references(const Json& value,
   return true;
 }
 
-// A stored entry as the Admin API shows it. Secrets held in clear are left out (stored before
-// encryption was on, by a node without a keyring, or with `keyring: ~`); sealed ones are shown
-// as stored, as APISIX shows them.
-Json entry_json(const Kind& k, const store::Entry& e) {
+}  // namespace
+
+// A stored entry as the Admin API shows it. Private keys held in clear are left out (stored
+// before encryption was on, by a node without a keyring, or with `keyring: ~`); sealed ones are
+// shown as stored, as APISIX shows them. Consumers' and credentials' sealed plugin fields are
+// shown opened: APISIX's admin/init.lua decrypts them for every GET.
+Json entry_json(std::string_view secret_kind, const store::Entry& e) {
   Json value = Json::parse(e.value, nullptr, false);
   if (value.is_object()) {
-    config::omit_clear_secrets(k.name, &value);
+    config::omit_clear_secrets(secret_kind, &value);
+    if (secret_kind == "consumers" || secret_kind == "credentials") {
+      (void)config::reveal_secrets(secret_kind, &value);  // cannot fail for these kinds
+    }
   }
   return Json{{"key", e.key},
               {"value", value.is_discarded() ? Json() : std::move(value)},
               {"createdIndex", e.create_revision},
               {"modifiedIndex", e.mod_revision}};
 }
+
+namespace {
 
 // page / page_size: integers, page >= 1, page_size 10-500 (APISIX's bounds).
 bool paging_arg(std::string_view query, const char* name, int64_t lo, int64_t hi, int64_t* out,
@@ -297,11 +305,7 @@ AdminResponse Api::dispatch(Call& c) {
   const std::string& m = c.req.method;
   if (c.kind->name == "consumers" &&
       (c.sub_path == "credentials" || c.sub_path.starts_with("credentials/"))) {
-    // APISIX 3.7's sub-resource. 400, as for every feature Sluice refuses as not supported
-    // yet: a 404 would read as "no such credential", which a script may take as "create it".
-    return error_reply(400,
-                       "consumer credentials (/apisix/admin/consumers/{username}/credentials, "
-                       "APISIX 3.7+) are not supported yet");
+    return credentials(c);  // APISIX 3.7's sub-resource (api_credentials.cc)
   }
   if (m == "GET") {
     return c.id.empty() ? get_list(c) : get_one(c);
@@ -340,7 +344,7 @@ AdminResponse Api::get_one(const Call& c) {
   if (!*e) {
     return key_not_found();
   }
-  Json item = entry_json(*c.kind, **e);
+  Json item = entry_json(c.kind->name, **e);
   if (c.kind->name == "ssls" && item["value"].is_object()) {
     // "not return private key for security": APISIX's admin/resource.lua drops `key` from
     // GET one (not from lists, nor `keys`), sealed or not.
@@ -357,9 +361,22 @@ AdminResponse Api::get_list(const Call& c) {
       !paging_arg(q, "page_size", 10, 500, &page_size, &err)) {
     return error_reply(400, err);
   }
-  auto entries = store_.list(key_of(*c.kind, ""));
+  // A consumer's credentials are listed under it; the consumers' own list leaves them out, as
+  // APISIX's filter_consumers_list does (etcd's range over /consumers/ holds both).
+  const bool creds = !c.list_prefix.empty();
+  auto entries = store_.list(creds ? c.list_prefix : key_of(*c.kind, ""));
   if (!entries) {
     return store_error(entries.status());
+  }
+  if (c.kind->name == "consumers") {
+    std::erase_if(*entries, [&](const store::Entry& e) {
+      return store::is_credential_key(index_.prefix(), e.key) != creds;
+    });
+  }
+  if (creds && entries->empty()) {
+    // etcd's range finds no key under the consumer (none made, or the consumer is gone): APISIX
+    // answers it as a missing key, there being no directory placeholder for credentials.
+    return key_not_found();
   }
   auto name = query_value(q, "name");
   auto uri = query_value(q, "uri");
@@ -372,7 +389,7 @@ AdminResponse Api::get_list(const Call& c) {
   }
   Json list = Json::array();
   for (const auto& e : *entries) {
-    Json item = entry_json(*c.kind, e);
+    Json item = entry_json(creds ? "credentials" : c.kind->name, e);
     const Json& v = item["value"];
     if (!v.is_object()) {
       continue;

@@ -55,6 +55,11 @@ class Api {
   server::AdminResponse post(Call& c);
   server::AdminResponse patch(Call& c);
   server::AdminResponse remove(const Call& c);
+  // Deletes a consumer's credentials, before the consumer itself (APISIX's rmdir).
+  server::AdminResponse remove_credentials_of(const std::string& consumer_key);
+  // /consumers/{username}/credentials[/{id}] (APISIX 3.7+): PUT, GET, DELETE.
+  server::AdminResponse credentials(Call& c);
+  server::AdminResponse put_credential(const Call& c, const std::string& user, std::string id);
   // Validates `obj` as `c`'s kind, checks its references, stamps the times and writes it.
   server::AdminResponse write(const Call& c, const std::string& id, config::Json obj, bool created,
                               int64_t create_time, int64_t ttl, std::optional<int64_t> expect);

@@ -27,6 +27,8 @@ constexpr int64_t kMaxTtl = 10LL * 365 * 86400;
 // The field that names a resource: consumers are known by username.
 const char* id_field(const Kind& k) { return k.name == "consumers" ? "username" : "id"; }
 
+}  // namespace
+
 StatusOr<Json> parse_body(const std::string& body, bool object_only) {
   if (!nesting_within(body, kMaxNesting)) {
     return Status::error(
@@ -94,6 +96,8 @@ Status server_set_fields(const Json& obj) {
   return Status::ok();
 }
 
+namespace {
+
 // `body` placed where a sub path PATCH puts it ("upstream/nodes" -> {"upstream":{"nodes":..}}),
 // so that the checks on a whole object see it.
 Json nest_at(std::string_view sub_path, const Json& body) {
@@ -106,6 +110,8 @@ Json nest_at(std::string_view sub_path, const Json& body) {
   }
   return out;
 }
+
+}  // namespace
 
 StatusOr<int64_t> ttl_arg(std::string_view query) {
   auto v = query_value(query, "ttl");
@@ -120,6 +126,8 @@ StatusOr<int64_t> ttl_arg(std::string_view query) {
   }
   return static_cast<int64_t>(n);
 }
+
+namespace {
 
 std::string id_error(const Kind& k) {
   return k.name == "consumers" ? "wrong username" : fmt::format("wrong {} id", k.singular);
@@ -409,6 +417,11 @@ AdminResponse Api::patch(Call& c) {
     return error_reply(500, "the stored value is not a JSON object");
   }
   int64_t create_time = obj.value("create_time", int64_t{0});
+  // Merged onto the opened values, which write() seals once: merging onto the ciphertext would
+  // seal it again (APISIX's #13351, fixed by decrypting before the merge in #13525).
+  if (k.name == "consumers") {
+    (void)config::reveal_secrets(k.name, &obj);  // cannot fail for consumers
+  }
   if (c.sub_path.empty()) {
     merge_patch(obj, *body);
   } else if (Status st = patch_at(obj, c.sub_path, std::move(body).value()); !st) {
@@ -446,6 +459,11 @@ AdminResponse Api::remove(const Call& c) {
   std::string referrer = index_.first_referrer(key);
   if (!referrer.empty() && !(force && *force == "true")) {
     return error_reply(400, in_use_message(k, index_.prefix(), referrer));
+  }
+  if (k.name == "consumers") {
+    if (AdminResponse r = remove_credentials_of(key); r.status != 200) {
+      return r;
+    }
   }
   auto removed = store_.remove(key, (*existing)->mod_revision);
   if (!removed) {

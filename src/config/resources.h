@@ -8,6 +8,7 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <variant>
@@ -15,6 +16,10 @@
 
 #include "common/status.h"
 #include "health/checks.h"
+
+namespace sluice::plugin {
+struct PluginInfo;
+}
 
 namespace sluice::config {
 
@@ -284,6 +289,20 @@ common::StatusOr<UpstreamConf> decode_upstream(const Json& obj);
 // `invalid configuration: ` prefix, as in APISIX; a consumer's are prefixed
 // `invalid plugins configuration: `.
 common::StatusOr<ConsumerConf> decode_consumer(const Json& obj);
+// A credential body (APISIX's `credential` schema: id, name, desc, labels, times, and `plugins`
+// with at most one entry). Plugin errors are prefixed `invalid plugins configuration: `; a
+// plugin that is not an auth plugin: `only supports auth type plugins in consumer credential`.
+// `id` and `consumer` are left as the body gives them (the caller takes them from the key).
+// The registry overload is for tests.
+common::StatusOr<CredentialConf> decode_credential(const Json& obj);
+common::StatusOr<CredentialConf> decode_credential(const Json& obj,
+                                                   std::span<const plugin::PluginInfo> registry);
+// A credential is stored under its consumer: `<username>/credentials/<id>` is the id part of
+// its key (`/apisix/consumers/jack/credentials/a`), and of an apisix.yaml consumers item.
+// False when `id` is not of that shape (one segment each side).
+bool split_credential_id(std::string_view id, std::string_view* consumer,
+                         std::string_view* credential);
+std::string credential_id(std::string_view consumer, std::string_view credential);
 common::StatusOr<GlobalRuleConf> decode_global_rule(const Json& obj);
 common::StatusOr<PluginConfigConf> decode_plugin_config(const Json& obj);
 common::StatusOr<ConsumerGroupConf> decode_consumer_group(const Json& obj);

@@ -12,6 +12,12 @@ using common::StatusOr;
 
 namespace {
 
+// One encrypt_fields entry of an auth plugin, for both kinds that hold consumer-side confs.
+#define PLUGIN_SECRET(plugin, field)                                                       \
+  {"consumers", "plugins/" plugin "/" field, SecretGate::kEncryptFields, false, "data"}, { \
+    "credentials", "plugins/" plugin "/" field, SecretGate::kEncryptFields, false, "data"  \
+  }
+
 constexpr SecretField kSecretFields[] = {
     {"ssls", "key", SecretGate::kKeyring, true, "ssl key"},
     {"ssls", "keys/*", SecretGate::kKeyring, true, "ssl key"},
@@ -20,7 +26,16 @@ constexpr SecretField kSecretFields[] = {
     {"upstreams", "tls/client_key", SecretGate::kKeyring, true, "ssl key"},
     {"routes", "upstream/tls/client_key", SecretGate::kKeyring, true, "ssl key"},
     {"services", "upstream/tls/client_key", SecretGate::kKeyring, true, "ssl key"},
+    // Auth plugins' consumer-side `encrypt_fields` (APISIX's plugin.lua encrypt_conf), on
+    // consumers and on their credentials alike (admin/credentials.lua checks them as
+    // TYPE_CONSUMER). The rows are by plugin name: they apply whenever the plugin is built in.
+    PLUGIN_SECRET("key-auth", "key"),
+    PLUGIN_SECRET("basic-auth", "password"),
+    PLUGIN_SECRET("jwt-auth", "secret"),
+    PLUGIN_SECRET("jwt-auth", "private_key"),
+    PLUGIN_SECRET("hmac-auth", "secret_key"),
 };
+#undef PLUGIN_SECRET
 const SecretField& kSslKey = kSecretFields[0];
 
 // The process's settings; set_data_encryption replaces both together.
@@ -100,12 +115,38 @@ void walk(std::string_view kind, Json& obj, const std::function<void(Found)>& fn
 
 bool looks_like_pem(std::string_view v) { return is_pem(v); }
 
-// The clear text of one stored value of `f`.
+// What a plugin field held before it was sealed came from a JSON string: UTF-8 text. A wrong
+// key that happens to pass CBC's padding check yields bytes that almost never are.
+bool valid_utf8(std::string_view v) {
+  size_t i = 0;
+  while (i < v.size()) {
+    auto c = static_cast<unsigned char>(v[i]);
+    size_t n = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xe ? 3 : (c >> 3) == 0x1e ? 4 : 0;
+    if (n == 0 || i + n > v.size()) {
+      return false;
+    }
+    for (size_t k = 1; k < n; ++k) {
+      if ((static_cast<unsigned char>(v[i + k]) & 0xc0) != 0x80) {
+        return false;
+      }
+    }
+    i += n;
+  }
+  return true;
+}
+
+// The clear text of one stored value of `f`. A plugin field no key opens is taken as stored,
+// as APISIX's decrypt_conf does (it logs and keeps the value): one written in clear before
+// encryption was on keeps working.
 StatusOr<std::string> reveal(const SecretField& f, const std::string& v) {
   if (is_secret_reference(v) || (f.pem_only && is_pem(v)) || !gate_open(f)) {
     return v;
   }
-  return keyring().decrypt(v, f.what, f.pem_only ? &looks_like_pem : nullptr);
+  if (!f.pem_only) {
+    auto clear = keyring().decrypt(v, f.what, &valid_utf8);
+    return clear.is_ok() ? std::move(clear).value() : v;
+  }
+  return keyring().decrypt(v, f.what, &looks_like_pem);
 }
 
 }  // namespace
@@ -198,7 +239,8 @@ size_t redact_clear_secrets(std::string_view kind, Json* obj) {
 size_t omit_clear_secrets(std::string_view kind, Json* obj) {
   std::vector<std::pair<Json*, std::string>> doomed;
   walk(kind, *obj, [&](Found s) {
-    if (in_clear(s.field, s.value.get_ref<const std::string&>())) {
+    // Private keys only: APISIX's admin answers plugin fields (clear when encryption is off).
+    if (s.field.pem_only && in_clear(s.field, s.value.get_ref<const std::string&>())) {
       doomed.emplace_back(&s.holder, s.member);
     }
   });

@@ -2,8 +2,9 @@
 // Secrets at rest: which fields of which resource kinds hold secrets, and the four things done
 // with them. The Admin API and `sluice config load` seal them before writing; decoders reveal
 // them (a decoded SslConf holds PEM text); `sluice config dump` redacts what is in clear; the
-// Admin API's answers omit what is in clear. Everything is driven by secret_fields(), so a kind
-// gains encryption by gaining a row there (plugins' encrypt_fields are next).
+// Admin API's answers omit private keys held in clear. Everything is driven by secret_fields(),
+// so a kind gains encryption by gaining a row there: auth plugins' encrypt_fields on consumers
+// and credentials (kind "credentials") are rows too.
 
 #include <functional>
 #include <span>
@@ -57,8 +58,11 @@ common::Status seal_secrets(std::string_view kind, Json* obj);
 // failed".
 common::StatusOr<std::string> reveal_pem(std::string_view value);
 
-// Decrypts every secret of `obj` in place (`sluice config dump --show-secrets`). The error
-// names the field: `keys[2]: decrypt ssl key failed`.
+// Decrypts every secret of `obj` in place (`sluice config dump --show-secrets`; consumers'
+// and credentials' plugin fields wherever a store's value is read, and in the Admin API's GET
+// answers, as APISIX's admin/init.lua decrypts them). The error names the field:
+// `keys[2]: decrypt ssl key failed`; a plugin field that no key opens is kept as stored (APISIX
+// logs it and uses the value), so this never fails for consumers and credentials.
 common::Status reveal_secrets(std::string_view kind, Json* obj);
 
 // The secrets of `obj` held in clear where the keyring would seal them (`key`, `keys[1]`): a
@@ -75,8 +79,9 @@ inline constexpr std::string_view kRedacted =
 // Replaces every secret of `obj` held in clear by kRedacted; returns how many.
 size_t redact_clear_secrets(std::string_view kind, Json* obj);
 
-// Removes from `obj` every field holding a secret in clear (for a list, the whole list), as the
-// Admin API answers; returns how many secrets were in clear.
+// Removes from `obj` every private key held in clear (for a list, the whole list), as the
+// Admin API answers; returns how many were in clear. Plugin fields are answered as APISIX
+// answers them, never omitted.
 size_t omit_clear_secrets(std::string_view kind, Json* obj);
 
 // The fields of `obj` that hold kRedacted, for `sluice config load` to refuse.

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <functional>
 #include <map>
 #include <string_view>
@@ -48,9 +49,28 @@ std::string item_name(std::string_view kind, size_t index, const Json& item,
 }
 
 // Decodes every item of one kind with `decode`, requiring unique ids (held in `id_key`).
+// A consumers item whose `id` is `<username>/credentials/<id>` is a credential (APISIX 3.7+'s
+// config_yaml.lua keys it /consumers/<id>, as etcd does); the split parts when it is one.
+bool credential_item(const Json& item, std::string_view* user, std::string_view* id) {
+  if (!item.is_object() || item.contains("username")) {
+    return false;
+  }
+  auto it = item.find("id");
+  return it != item.end() && it->is_string() &&
+         split_credential_id(it->get_ref<const std::string&>(), user, id);
+}
+
+bool is_credential_item(const Json& item) {
+  std::string_view user, id;
+  return credential_item(item, &user, &id);
+}
+
+// Decodes every item of one kind with `decode`, requiring unique ids (held in `id_key`); items
+// `skip` accepts are another decoder's.
 template <typename T, typename F>
 Status decode_kind(const Json& doc, std::string_view kind, std::vector<T>* out, F&& decode,
-                   IdRule rule = IdRule::kPositional, const std::string& id_key = "id") {
+                   IdRule rule = IdRule::kPositional, const std::string& id_key = "id",
+                   bool (*skip)(const Json&) = nullptr) {
   auto it = doc.find(std::string(kind));
   if (it == doc.end() || it->is_null()) {
     return Status::ok();
@@ -62,6 +82,9 @@ Status decode_kind(const Json& doc, std::string_view kind, std::vector<T>* out, 
   std::map<std::string, size_t> seen;
   for (size_t i = 0; i < it->size(); ++i) {
     const Json& item = (*it)[i];
+    if (skip != nullptr && skip(item)) {
+      continue;
+    }
     std::string name = item_name(kind, i, item, id_key);
     bool positional = item.is_object() && !item.contains(id_key);
     if (positional && rule == IdRule::kRequired) {
@@ -83,6 +106,48 @@ Status decode_kind(const Json& doc, std::string_view kind, std::vector<T>* out, 
                                        kStandaloneSource, name, kind, prev->second));
     }
     out->push_back(std::move(r).value());
+  }
+  return Status::ok();
+}
+
+// The credentials among `consumers` items, each of a consumer the file holds. Their plugin
+// fields are taken as written: APISIX decrypts encrypt_fields only with etcd (plugin.lua's
+// enable_gde), never from apisix.yaml.
+Status decode_credentials(const Json& doc, ConfigSet* set) {
+  auto it = doc.find("consumers");
+  if (it == doc.end() || !it->is_array()) {
+    return Status::ok();  // decode_kind names what is wrong
+  }
+  std::map<std::string, size_t> seen;
+  for (size_t i = 0; i < it->size(); ++i) {
+    std::string_view user, id;
+    const Json& item = (*it)[i];
+    if (!credential_item(item, &user, &id)) {
+      continue;
+    }
+    std::string name = item_name("consumers", i, item, "id");
+    Json body = item;
+    body["id"] = std::string(id);
+    auto c = decode_credential(body);
+    if (!c.is_ok()) {
+      return Status::error(
+          fmt::format("{}: {}: {}", kStandaloneSource, name, c.status().message()));
+    }
+    bool known = std::any_of(set->consumers.begin(), set->consumers.end(),
+                             [&](const ConsumerConf& k) { return k.username == user; });
+    if (!known) {
+      return Status::error(
+          fmt::format("{}: {}: consumer not found: no consumers item has username \"{}\"",
+                      kStandaloneSource, name, user));
+    }
+    auto [prev, fresh] = seen.emplace(item["id"].get<std::string>(), i);
+    if (!fresh) {
+      return Status::error(fmt::format("{}: {}: duplicate id, also used by consumers[{}]",
+                                       kStandaloneSource, name, prev->second));
+    }
+    c->id = std::string(id);
+    c->consumer = std::string(user);
+    set->credentials.push_back(std::move(c).value());
   }
   return Status::ok();
 }
@@ -121,8 +186,9 @@ Status decode_other_kinds(const Json& doc, ConfigSet* set) {
   return first_error({
       [&] {
         return decode_kind(doc, "consumers", &set->consumers, decode_consumer, IdRule::kRequired,
-                           "username");
+                           "username", is_credential_item);
       },
+      [&] { return decode_credentials(doc, set); },
       [&] { return decode_kind(doc, "ssls", &set->ssls, decode_ssl); },
       [&] { return decode_kind(doc, "global_rules", &set->global_rules, decode_global_rule); },
       [&] {

@@ -35,10 +35,12 @@ constexpr const char* kUsage =
     "       sluice config load [-c conf/config.yaml] [--to embedded|etcd] [--replace] FILE\n";
 
 // The order `load` writes in: what others reference before what references it.
-constexpr std::array<const char*, 12> kWriteOrder = {
-    "upstreams", "services", "plugin_configs", "consumer_groups",
-    "consumers", "ssls",     "global_rules",   "plugin_metadata",
-    "protos",    "secrets",  "stream_routes",  "routes"};
+// Credentials (stored under /consumers/, listed among apisix.yaml's consumers) follow their
+// consumers.
+constexpr std::array<const char*, 13> kWriteOrder = {
+    "upstreams",   "services",      "plugin_configs", "consumer_groups", "consumers",
+    "credentials", "ssls",          "global_rules",   "plugin_metadata", "protos",
+    "secrets",     "stream_routes", "routes"};
 
 struct Options {
   std::string sub;
@@ -114,6 +116,9 @@ StatusOr<Json> read_store(store::ConfigStore& s, const std::string& prefix) {
       fprintf(stderr, "sluice config: %s: not a JSON object; left out\n", e.key.c_str());
       continue;
     }
+    if (store::is_credential_key(prefix, e.key)) {
+      v["id"] = std::string(parts.id);  // apisix.yaml's form: `<username>/credentials/<id>`
+    }
     doc[std::string(parts.kind)].push_back(std::move(v));
   }
   return doc;
@@ -172,9 +177,21 @@ std::string to_yaml(const Json& doc) {
   return text + "\n#END\n";
 }
 
-// The id an item is stored under: `username` for consumers, `id` otherwise.
+// A consumers item that is a credential: its `id` is `<username>/credentials/<id>`, as in
+// apisix.yaml (APISIX's config_yaml.lua).
+bool is_credential_item(std::string_view kind, const Json& item, std::string_view* user,
+                        std::string_view* id) {
+  auto it = item.find("id");
+  return kind == "consumers" && it != item.end() && it->is_string() &&
+         config::split_credential_id(it->get_ref<const std::string&>(), user, id);
+}
+
+// The id an item is stored under: `username` for consumers, `id` otherwise (a credential's
+// `<username>/credentials/<id>`).
 StatusOr<std::string> item_id(std::string_view kind, const Json& item) {
-  const char* field = kind == "consumers" ? "username" : "id";
+  std::string_view user, cred;
+  const char* field =
+      kind == "consumers" && !is_credential_item(kind, item, &user, &cred) ? "username" : "id";
   auto it = item.find(field);
   if (it != item.end() && it->is_string() && !it->get<std::string>().empty()) {
     return it->get<std::string>();
@@ -276,6 +293,7 @@ int load(const Options& o, const config::GatewayConfig& conf) {
   std::vector<std::pair<std::string, Json>> writes;  // key -> value
   std::set<std::string> keys;
   std::set<std::string> errors_seen;
+  std::vector<std::pair<std::string, std::string>> credential_owners;  // username, item
   int errors = 0;
   for (const auto& [kind, items] : doc.items()) {
     if (!config::is_resource_kind(kind)) {
@@ -314,9 +332,28 @@ int load(const Options& o, const config::GatewayConfig& conf) {
         continue;
       }
       Json obj = item;
-      Status st = config::check_resource(kind, *id, obj);
-      if (st) {
-        st = config::seal_secrets(kind, &obj);  // as the Admin API stores it
+      std::string_view user, cred;
+      const bool credential = is_credential_item(kind, item, &user, &cred);
+      if (kind == "consumers") {
+        // A dump holds plugin secrets as stored, sealed: opened here, they are sealed once
+        // below, not sealed again (a field's shape cannot tell sealed from clear).
+        (void)config::reveal_secrets(credential ? "credentials" : "consumers", &obj);
+      }
+      Status st;
+      if (credential) {
+        obj["id"] = std::string(cred);  // stored as the Admin API stores it
+        st = config::decode_credential(obj).status();
+        if (st) {
+          st = config::seal_secrets("credentials", &obj);
+        }
+        if (st) {
+          credential_owners.emplace_back(std::string(user), where);
+        }
+      } else {
+        st = config::check_resource(kind, *id, obj);
+        if (st) {
+          st = config::seal_secrets(kind, &obj);  // as the Admin API stores it
+        }
       }
       if (!st) {
         fprintf(stderr, "sluice config load: %s (id %s): %s\n", where.c_str(), id->c_str(),
@@ -353,6 +390,23 @@ int load(const Options& o, const config::GatewayConfig& conf) {
     fprintf(stderr, "sluice config load: %s\n", s.status().message().c_str());
     return 1;
   }
+  // A credential needs its consumer, in the file or already stored (the Admin API's
+  // `consumer not found`).
+  for (const auto& [user, where] : credential_owners) {
+    std::string consumer_key = fmt::format("{}/consumers/{}", prefix, user);
+    auto e = keys.contains(consumer_key) ? StatusOr<std::optional<store::Entry>>(store::Entry{})
+                                         : (*s)->get(consumer_key);
+    if (!e || !*e) {
+      fprintf(stderr, "sluice config load: %s: %s\n", where.c_str(),
+              e ? "consumer not found" : e.status().message().c_str());
+      ++errors;
+    }
+  }
+  if (errors > 0) {
+    fprintf(stderr, "sluice config load: %d error(s) in %s: nothing was written\n", errors,
+            o.file.c_str());
+    return 1;
+  }
   // Referenced kinds first and routes last, so that a node watching etcd never serves a
   // route whose upstream or service is not there yet; stale objects go after the new ones
   // are in, referrers first.
@@ -366,6 +420,9 @@ int load(const Options& o, const config::GatewayConfig& conf) {
   };
   auto kind_of = [&](const std::string& key) {
     store::KeyParts parts;
+    if (store::is_credential_key(prefix, key)) {
+      return std::string("credentials");
+    }
     return store::split_key(prefix, key, &parts) ? std::string(parts.kind) : std::string();
   };
   std::stable_sort(writes.begin(), writes.end(), [&](const auto& a, const auto& b) {
@@ -380,7 +437,8 @@ int load(const Options& o, const config::GatewayConfig& conf) {
     }
     for (const auto& e : *existing) {
       std::string kind = kind_of(e.key);
-      if (!kind.empty() && doc.contains(kind) && !keys.contains(e.key)) {
+      std::string listed_as = kind == "credentials" ? "consumers" : kind;
+      if (!kind.empty() && doc.contains(listed_as) && !keys.contains(e.key)) {
         stale.push_back(e.key);
       }
     }

@@ -141,6 +141,15 @@ common::Status Gateway::check_etcd_value(const store::Change& c) const {
     return common::Status::error("the value is not a JSON object");
   }
   // What the Admin API would have refused is refused here too: anyone may write to etcd.
+  // Plugin fields sealed by the Admin API (Sluice's or APISIX's) are checked opened.
+  std::string_view user, cred;
+  if (parts.kind == "consumers") {
+    bool credential = config::split_credential_id(parts.id, &user, &cred);
+    (void)config::reveal_secrets(credential ? "credentials" : "consumers", &v);
+    if (credential) {
+      return config::decode_credential(v).status();
+    }
+  }
   common::Status st = config::check_resource(parts.kind, parts.id, v);
   if (std::string note = config::clear_secrets_note(parts.kind, v); st && !note.empty()) {
     SLUICE_LOG(kWarn, "etcd: {}: {}", c.entry.key, note);  // written by a node with no keyring

@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "config/field_decoder.h"
+#include "config/secret_fields.h"
 #include "config/snapshot_builder.h"
 
 namespace sluice::store {
@@ -101,7 +102,34 @@ common::StatusOr<config::RouteConf> compiled_route(const Json& v) {
   return r;
 }
 
+// A consumer's or a credential's plugins with their sealed fields opened, so that the plugins'
+// checks and the snapshot see what the client sent (APISIX decrypts in its plugin_checker).
+Json revealed(std::string_view kind, const Json& v) {
+  Json clear = v;
+  (void)config::reveal_secrets(kind, &clear);  // never fails for these kinds: see its comment
+  return clear;
+}
+
+// A credential as its key names it: the id and the consumer come from the key, as APISIX reads
+// them (consumer.lua), whatever the value says.
+common::StatusOr<config::CredentialConf> keyed_credential(const Json& v, std::string_view user,
+                                                          std::string_view id) {
+  auto c = config::decode_credential(revealed("credentials", v));
+  if (c.is_ok()) {
+    c->consumer = std::string(user);
+    c->id = std::string(id);
+  }
+  return c;
+}
+
 }  // namespace
+
+bool is_credential_key(std::string_view prefix, std::string_view key) {
+  KeyParts parts;
+  std::string_view user, id;
+  return split_key(prefix, key, &parts) && parts.kind == "consumers" &&
+         config::split_credential_id(parts.id, &user, &id);
+}
 
 std::vector<std::string> ConfigIndex::refs_of(std::string_view kind, const Json& v) const {
   std::vector<std::string> out;
@@ -160,6 +188,7 @@ void ConfigIndex::erase(const std::string& key, std::string_view kind) {
     erase_key(set_.ssls, ssls_, key);
   } else if (kind == "consumers") {
     erase_key(set_.consumers, consumers_, key);
+    erase_key(set_.credentials, credentials_, key);
   } else if (kind == "consumer_groups") {
     erase_key(set_.consumer_groups, consumer_groups_, key);
   }
@@ -193,8 +222,11 @@ Status ConfigIndex::apply(const Change& c) {
     st = absorb(config::decode_plugin_config(v), key, set_.plugin_configs, plugin_configs_);
   } else if (parts.kind == "ssls") {
     st = absorb(config::decode_ssl(v), key, set_.ssls, ssls_);
+  } else if (std::string_view user, id;
+             parts.kind == "consumers" && config::split_credential_id(parts.id, &user, &id)) {
+    st = absorb(keyed_credential(v, user, id), key, set_.credentials, credentials_);
   } else if (parts.kind == "consumers") {
-    st = absorb(config::decode_consumer(v), key, set_.consumers, consumers_);
+    st = absorb(config::decode_consumer(revealed("consumers", v)), key, set_.consumers, consumers_);
   } else if (parts.kind == "consumer_groups") {
     st = absorb(config::decode_consumer_group(v), key, set_.consumer_groups, consumer_groups_);
   }

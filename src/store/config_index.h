@@ -23,8 +23,11 @@ struct KeyParts {
   std::string_view kind;
   std::string_view id;
 };
-// False when `key` is not `<prefix>/<kind>/<id>`.
+// False when `key` is not `<prefix>/<kind>/<id>`. A credential's key splits as a consumer's
+// with a longer id: "/apisix/consumers/jack/credentials/a" -> {"consumers", "jack/credentials/a"}.
 bool split_key(std::string_view prefix, std::string_view key, KeyParts* out);
+// True for `<prefix>/consumers/<username>/credentials/<id>` (APISIX 3.7+'s layout).
+bool is_credential_key(std::string_view prefix, std::string_view key);
 
 // Thread: control
 class ConfigIndex {
@@ -35,7 +38,8 @@ class ConfigIndex {
   // and the index keeps what it had for that key (the last good value). Kinds Sluice does
   // not serve are kept for reference checks only.
   common::Status apply(const Change& c);
-  // Every served resource (routes, services, upstreams, global_rules, plugin_configs). Routes stay
+  // Every served resource (routes, services, upstreams, global_rules, plugin_configs, ssls,
+  // consumers and their credentials, whose sealed plugin fields are opened). Routes stay
   // in the order they were first applied, which is creation order when changes arrive in revision
   // order (apply a full load sorted by create revision). Kept up to date in place, so a rebuild
   // copies nothing.
@@ -54,8 +58,8 @@ class ConfigIndex {
 
   std::string prefix_;
   config::ConfigSet set_;
-  Positions routes_, services_, upstreams_, global_rules_, plugin_configs_, ssls_;
-  Positions consumers_, consumer_groups_;
+  Positions routes_, services_, upstreams_, global_rules_, plugin_configs_, ssls_, consumers_,
+      credentials_, consumer_groups_;
   std::map<std::string, std::vector<std::string>> refs_;    // key -> keys it references
   std::map<std::string, std::set<std::string>> referrers_;  // key -> keys referencing it
 };

@@ -332,17 +332,3 @@ def test_raw_control_characters_in_strings_accepted(vgw):
     assert r.status == 200 and r.json["value"]["desc"] == "line 1\nline 2\tend", r
     assert vgw.admin("DELETE", "/routes/rawctl").status == 200
     vgw.snap["routes"] = sorted_list(vgw.admin("GET", "/routes").json)
-
-
-@pytest.mark.parametrize("method", ["GET", "PUT", "POST", "PATCH", "DELETE"])
-@pytest.mark.parametrize("path", ["/consumers/keep/credentials/cred-1",
-                                  "/consumers/keep/credentials"])
-def test_consumer_credentials_not_supported(vgw, method, path):
-    """APISIX 3.7's credentials sub-resource: a clear 400 for every method, nothing written."""
-    body = {"id": "cred-1", "plugins": {}} if method in ("PUT", "POST", "PATCH") else None
-    r = _send(vgw, method, path, body)
-    assert r.status == 400, r
-    assert r.error_msg == ("consumer credentials (/apisix/admin/consumers/{username}/"
-                           "credentials, APISIX 3.7+) are not supported yet"), r
-    for kind in KINDS:
-        assert sorted_list(vgw.admin("GET", "/" + kind).json) == vgw.snap[kind], kind

@@ -338,3 +338,56 @@ TEST(Standalone, ShippedApisixYamlParses) {
 
 }  // namespace
 }  // namespace sluice::config
+
+namespace sluice::config {
+namespace {
+
+// APISIX 3.7+'s apisix.yaml lists a consumer's credentials among the consumers, each with the
+// id `<username>/credentials/<id>` (its etcd key's tail).
+TEST(Standalone, CredentialsAreConsumersItemsWithACredentialId) {
+  auto r = parse_standalone(R"(
+consumers:
+  - username: john
+  - id: john/credentials/john-a
+    desc: first
+    plugins: {}
+  - id: john/credentials/john-b
+#END
+)");
+  ASSERT_TRUE(r.is_ok()) << r.status().message();
+  ASSERT_EQ(r->consumers.size(), 1u);
+  EXPECT_EQ(r->consumers[0].username, "john");
+  ASSERT_EQ(r->credentials.size(), 2u);
+  EXPECT_EQ(r->credentials[0].consumer, "john");
+  EXPECT_EQ(r->credentials[0].id, "john-a");
+  EXPECT_EQ(r->credentials[0].desc, "first");
+  EXPECT_EQ(r->credentials[1].id, "john-b");
+
+  struct Case {
+    const char* yaml;
+    const char* error;
+  };
+  const Case cases[] = {
+      {"consumers:\n  - id: nobody/credentials/a\n#END\n",
+       "apisix.yaml: consumers[0] (id \"nobody/credentials/a\"): consumer not found: no consumers "
+       "item has username \"nobody\""},
+      {"consumers:\n  - username: john\n  - id: john/credentials/a\n  - id: john/credentials/a\n"
+       "#END\n",
+       "apisix.yaml: consumers[2] (id \"john/credentials/a\"): duplicate id, also used by "
+       "consumers[1]"},
+      {"consumers:\n  - username: john\n  - id: john/credentials/a\n    plugins:\n"
+       "      limit-count: {count: 1, time_window: 1}\n#END\n",
+       "apisix.yaml: consumers[1] (id \"john/credentials/a\"): only supports auth type plugins "
+       "in consumer credential"},
+      {"consumers:\n  - id: john/a\n#END\n", "apisix.yaml: consumers[0]: missing username"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.yaml);
+    auto bad = parse_standalone(c.yaml);
+    ASSERT_FALSE(bad.is_ok());
+    EXPECT_EQ(bad.status().message(), c.error);
+  }
+}
+
+}  // namespace
+}  // namespace sluice::config

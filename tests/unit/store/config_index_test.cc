@@ -87,3 +87,40 @@ TEST(ConfigIndexTest, TracksReferrers) {
 
 }  // namespace
 }  // namespace sluice::store
+
+namespace sluice::store {
+namespace {
+
+// APISIX 3.7+ keeps a consumer's credentials under its key; each is decoded with the consumer
+// and id its key names.
+TEST(ConfigIndexTest, CredentialsLiveUnderTheirConsumer) {
+  ConfigIndex idx;
+  EXPECT_TRUE(is_credential_key("/apisix", "/apisix/consumers/jack/credentials/a"));
+  EXPECT_FALSE(is_credential_key("/apisix", "/apisix/consumers/jack"));
+  EXPECT_FALSE(is_credential_key("/apisix", "/apisix/routes/jack/credentials/a"));
+  ASSERT_TRUE(idx.apply(put("/apisix/consumers/jack", R"({"username":"jack"})", 1)));
+  ASSERT_TRUE(idx.apply(
+      put("/apisix/consumers/jack/credentials/a", R"({"id":"other","desc":"d","plugins":{}})", 2)));
+  ASSERT_EQ(idx.set().consumers.size(), 1u);
+  EXPECT_EQ(idx.set().consumers[0].username, "jack");
+  ASSERT_EQ(idx.set().credentials.size(), 1u);
+  EXPECT_EQ(idx.set().credentials[0].consumer, "jack");
+  EXPECT_EQ(idx.set().credentials[0].id, "a");  // the key's, as APISIX's consumer.lua reads it
+  EXPECT_EQ(idx.set().credentials[0].desc, "d");
+  // A value that is not a credential keeps the last good one.
+  common::Status bad =
+      idx.apply(put("/apisix/consumers/jack/credentials/a",
+                    R"({"plugins":{"limit-count":{"count":1,"time_window":1}}})", 3));
+  EXPECT_EQ(bad.message(),
+            "/apisix/consumers/jack/credentials/a: only supports auth type plugins in consumer "
+            "credential");
+  EXPECT_EQ(idx.set().credentials[0].desc, "d");
+  ASSERT_TRUE(idx.apply(del("/apisix/consumers/jack/credentials/a")));
+  EXPECT_TRUE(idx.set().credentials.empty());
+  ASSERT_EQ(idx.set().consumers.size(), 1u);
+  ASSERT_TRUE(idx.apply(del("/apisix/consumers/jack")));
+  EXPECT_TRUE(idx.set().consumers.empty());
+}
+
+}  // namespace
+}  // namespace sluice::store
