@@ -3,6 +3,7 @@
 #include <array>
 
 #include "plugins/ip_restriction/ip_restriction.h"
+#include "plugins/jwt_auth/jwt_auth.h"
 #include "plugins/key_auth/key_auth.h"
 #include "plugins/limit_count/limit_count.h"
 #include "plugins/prometheus/prometheus.h"
@@ -15,10 +16,11 @@
 namespace sluice::plugins {
 
 std::span<const plugin::PluginInfo> builtin() {
-  static const std::array<plugin::PluginInfo, 9> kBuiltin{
+  static const std::array<plugin::PluginInfo, 10> kBuiltin{
       ip_restriction::info(),       // 3000
       ua_restriction::info(),       // 2999
       referer_restriction::info(),  // 2990
+      jwt_auth::info(),             // 2510
       key_auth::info(),             // 2500
       proxy_rewrite::info(),        // 1008
       limit_count::info(),          // 1002
