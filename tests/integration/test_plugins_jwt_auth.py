@@ -247,3 +247,40 @@ def test_admin_refuses_bad_consumer_confs(jw_gw):
         expect_error(r, 400, "invalid plugins configuration: " + ERR + msg)
     r = gw.admin("PUT", "/routes/1", admin_route("/x", plugins={"jwt-auth": {"header": 1}}))
     expect_error(r, 400, ERR + 'property "header" validation failed')
+
+
+
+def test_anonymous_consumer(jw_gw, upstream):
+    """anonymous_consumer (APISIX 3.10+): a request without a valid token goes on as that
+    consumer; one naming a consumer that does not exist gets APISIX's 401."""
+    gw = jw_gw
+    _consumer(gw, "jack", {"key": "user-key", "secret": "my-secret-key"})
+    r = gw.admin("PUT", "/consumers/anonymous", {"username": "anonymous"})
+    assert r.status in (200, 201), r
+    _route(gw, upstream, {"anonymous_consumer": "anonymous"}, uri="/q")
+    _route(gw, upstream, {"anonymous_consumer": "ghost"}, uri="/g", rid=2)
+    token = jwt.encode({"key": "user-key", "exp": FAR}, "my-secret-key", algorithm="HS256")
+    assert _eventually(lambda: _get(gw, "/q", token).status == 200)
+    assert _values(_echo(_get(gw, "/q", token)), "X-Consumer-Username") == ["jack"]
+    for bad in (None, "junk", token[:-2]):
+        echo = _echo(_get(gw, "/q", bad))
+        assert _values(echo, "X-Consumer-Username") == ["anonymous"], (bad, echo)
+    r = _eventually(lambda: (lambda x: x if x.status == 401 else None)(_get(gw, "/g")))
+    assert r is not None and r.body == _body("Invalid user authorization"), r
+
+
+def test_credential(jw_gw, upstream):
+    """APISIX 3.x's documented form: a consumer with a jwt-auth credential; the upstream is
+    told the credential's id (X-Credential-Identifier). Needs the Admin API's credentials."""
+    gw = jw_gw
+    r = gw.admin("PUT", "/consumers", {"username": "jack"})
+    assert r.status in (200, 201), r
+    r = gw.admin("PUT", "/consumers/jack/credentials/cred-jack-jwt-auth",
+                 {"plugins": {"jwt-auth": {"key": "jack-key", "secret": "jack-hs256-secret"}}})
+    assert r.status in (200, 201), r
+    _route(gw, upstream)
+    token = jwt.encode({"key": "jack-key", "exp": FAR}, "jack-hs256-secret", algorithm="HS256")
+    assert _eventually(lambda: _get(gw, "/c", token).status == 200)
+    echo = _echo(_get(gw, "/c", token))
+    assert _values(echo, "X-Consumer-Username") == ["jack"], echo
+    assert _values(echo, "X-Credential-Identifier") == ["cred-jack-jwt-auth"], echo
