@@ -2,6 +2,7 @@
 
 #include "plugins/consumer_restriction/consumer_restriction.h"
 #include "plugins/ip_restriction/ip_restriction.h"
+#include "plugins/jwt_auth/jwt_auth.h"
 #include "plugins/key_auth/key_auth.h"
 #include "plugins/limit_count/limit_count.h"
 #include "plugins/multi_auth.h"
@@ -18,9 +19,10 @@ std::span<const plugin::PluginInfo> builtin() {
   // Highest priority first; sized by its initialisers, so an entry cannot be left empty.
   static const plugin::PluginInfo kBuiltin[] = {
       ip_restriction::info(),        // 3000
-      multi_auth::info(),            // 2600
       ua_restriction::info(),        // 2999
       referer_restriction::info(),   // 2990
+      multi_auth::info(),            // 2600
+      jwt_auth::info(),              // 2510
       key_auth::info(),              // 2500
       consumer_restriction::info(),  // 2400
       proxy_rewrite::info(),         // 1008

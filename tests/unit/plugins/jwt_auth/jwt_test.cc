@@ -1,0 +1,170 @@
+// The parser and verifier against tokens PyJWT made (vectors.inc, make_vectors.py), and the
+// tokens a strict parser must refuse: bad base64url, padding, wrong segment counts, JSON that
+// is not an object, tampered payloads and signatures, huge tokens.
+
+#include "plugins/jwt_auth/jwt.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "unit/plugins/jwt_auth/vectors.h"
+
+namespace sluice::plugins::jwt_auth {
+namespace {
+
+using namespace vectors;  // NOLINT: test vectors
+
+const Vector& vec(std::string_view name) {
+  for (const Vector& v : kVectors) {
+    if (name == v.name) {
+      return v;
+    }
+  }
+  ADD_FAILURE() << "no vector " << name;
+  return kVectors[0];
+}
+
+Key key_for(const Vector& v) {
+  auto k = Key::make(*alg_from_name(v.alg), v.key);
+  EXPECT_TRUE(k.is_ok()) << v.name << ": " << k.status().message();
+  return std::move(k).value();
+}
+
+// Parses and verifies `token` with `v`'s key: whether the signature holds.
+bool verifies(const Vector& v, std::string_view token) {
+  Token t;
+  if (parse(token, &t) != ParseError::kNone) {
+    return false;
+  }
+  Key k = key_for(v);
+  return t.alg == alg_name(k.alg()) && k.verify(t.signing_input, t.signature);
+}
+
+TEST(JwtVerify, EveryAlgorithmPyJwtSigns) {
+  for (const char* name : {"HS256", "HS384", "HS512", "RS256", "RS384", "RS512", "PS256", "PS384",
+                           "PS512", "ES256", "ES384", "ES512", "EdDSA"}) {
+    const Vector& v = vec(name);
+    Token t;
+    ASSERT_EQ(parse(v.token, &t), ParseError::kNone) << name;
+    EXPECT_EQ(t.alg, name);
+    EXPECT_EQ(t.payload["key"], "user-key");
+    EXPECT_TRUE(key_for(v).verify(t.signing_input, t.signature)) << name;
+  }
+}
+
+// One changed character anywhere in a segment breaks the signature (or the parse).
+TEST(JwtVerify, TamperedPayloadAndSignature) {
+  for (const char* name : {"HS256", "RS256", "PS256", "ES256", "ES512", "EdDSA"}) {
+    const Vector& v = vec(name);
+    std::string tok = v.token;
+    size_t d1 = tok.find('.'), d2 = tok.rfind('.');
+    std::string payload = tok;
+    payload[d1 + 3] = payload[d1 + 3] == 'A' ? 'B' : 'A';
+    EXPECT_FALSE(verifies(v, payload)) << name;
+    std::string sig = tok;
+    sig[d2 + 5] = sig[d2 + 5] == 'A' ? 'B' : 'A';
+    EXPECT_FALSE(verifies(v, sig)) << name;
+    // The signature cut short or lengthened by one byte's worth.
+    EXPECT_FALSE(verifies(v, tok.substr(0, tok.size() - 4))) << name;
+    EXPECT_FALSE(verifies(v, tok + "AAAA")) << name;
+  }
+}
+
+TEST(JwtVerify, WrongKeyOfTheRightType) {
+  const Vector& hs = vec("HS256");
+  Token t;
+  ASSERT_EQ(parse(hs.token, &t), ParseError::kNone);
+  EXPECT_FALSE(Key::make(Alg::kHS256, "other-secret")->verify(t.signing_input, t.signature));
+  // ES256 signed with P-256, verified with the P-384 key: refused when the key is made.
+  auto k = Key::make(Alg::kES256, kPem_p384);
+  ASSERT_FALSE(k.is_ok());
+  EXPECT_EQ(k.status().message(),
+            "public_key is not an EC key on curve prime256v1, as ES256 needs");
+}
+
+TEST(JwtKey, RefusesKeysOfTheWrongKind) {
+  struct {
+    Alg alg;
+    const char* pem;
+    const char* error;
+  } cases[] = {
+      {Alg::kRS256, kPem_p256, "public_key is not an RSA key, as RS256 needs"},
+      {Alg::kES256, kPem_rsa, "public_key is not an EC key on curve prime256v1, as ES256 needs"},
+      {Alg::kEdDSA, kPem_rsa, "public_key is not an Ed25519 or Ed448 key, as EdDSA needs"},
+      {Alg::kRS256, "not a key",
+       "invalid public_key: not a PEM public key (-----BEGIN PUBLIC KEY-----)"},
+  };
+  for (const auto& c : cases) {
+    auto k = Key::make(c.alg, c.pem);
+    ASSERT_FALSE(k.is_ok()) << c.error;
+    EXPECT_EQ(k.status().message(), c.error);
+  }
+}
+
+TEST(JwtParse, RefusesMalformedTokens) {
+  const std::string good = vec("HS256").token;
+  const size_t d1 = good.find('.');
+  const std::string h = good.substr(0, d1);
+  struct {
+    std::string token;
+    ParseError want;
+  } cases[] = {
+      {"", ParseError::kSegments},
+      {"abc", ParseError::kSegments},
+      {h + ".e30", ParseError::kSegments},                                // 2 segments
+      {good + ".e30", ParseError::kSegments},                             // 4 segments
+      {good + "=", ParseError::kBase64},                                  // padding
+      {h + "=.e30.", ParseError::kBase64},                                // padding in the header
+      {h + ".e30.a+b/", ParseError::kBase64},                             // base64, not base64url
+      {h + ".e30.A", ParseError::kBase64},                                // 4n+1 characters
+      {h + ".e30.AB", ParseError::kBase64},                               // trailing bits set
+      {"e3 0.e30.", ParseError::kBase64},                                 // a space
+      {"W10.e30.", ParseError::kHeaderJson},                              // [] header
+      {"eyJh.e30.", ParseError::kHeaderJson},                             // truncated JSON
+      {"e30.e30.", ParseError::kAlg},                                     // {} header
+      {"eyJhbGciOjF9.e30.", ParseError::kAlg},                            // {"alg":1}
+      {h + ".W10.", ParseError::kPayloadJson},                            // [] payload
+      {h + ".bnVsbA.", ParseError::kPayloadJson},                         // null payload
+      {h + "." + std::string(kMaxTokenSize, 'A'), ParseError::kTooLong},  // huge
+  };
+  for (const auto& c : cases) {
+    Token t;
+    EXPECT_EQ(parse(c.token, &t), c.want) << c.token.substr(0, 80);
+  }
+}
+
+TEST(JwtParse, Base64urlIsCanonical) {
+  std::string out;
+  EXPECT_TRUE(base64url_decode("", &out));
+  EXPECT_TRUE(base64url_decode("_-8", &out));
+  EXPECT_EQ(out, "\xff\xef");
+  out.clear();
+  EXPECT_FALSE(base64url_decode("_-9", &out));  // the low bits of '9' would be dropped
+  out.clear();
+  EXPECT_FALSE(base64url_decode("AA==", &out));
+}
+
+TEST(JwtClaims, ExpNbfAndGrace) {
+  nlohmann::json p = {{"exp", kNow - 10}, {"nbf", kNow + 10}};
+  std::string why;
+  EXPECT_FALSE(check_claims(p, kClaimExp, 0, kNow, &why));
+  EXPECT_EQ(why, "'exp' claim expired at Tue, 14 Nov 2023 22:13:10 GMT");
+  EXPECT_TRUE(check_claims(p, kClaimExp, 11, kNow, &why));   // within the grace period
+  EXPECT_FALSE(check_claims(p, kClaimExp, 10, kNow, &why));  // exp must be > now - grace
+  EXPECT_FALSE(check_claims(p, kClaimNbf, 0, kNow, &why));
+  EXPECT_EQ(why, "'nbf' claim not valid until Tue, 14 Nov 2023 22:13:30 GMT");
+  EXPECT_TRUE(check_claims(p, kClaimNbf, 11, kNow, &why));
+  EXPECT_FALSE(check_claims(p, kClaimNbf, 10, kNow, &why));  // nbf must be < now + grace
+  EXPECT_TRUE(check_claims(p, 0, 0, kNow, &why));            // claims_to_verify: []
+  // A missing claim passes; one that is not a number does not (null included: cjson.null).
+  EXPECT_TRUE(check_claims(nlohmann::json::object(), kClaimExp | kClaimNbf, 0, kNow, &why));
+  EXPECT_FALSE(check_claims({{"exp", "4102444800"}}, kClaimExp, 0, kNow, &why));
+  EXPECT_EQ(why, "claim exp is not a number");
+  EXPECT_FALSE(check_claims({{"nbf", nullptr}}, kClaimNbf, 0, kNow, &why));
+  EXPECT_TRUE(check_claims({{"exp", false}}, kClaimExp, 0, kNow, &why));
+  EXPECT_TRUE(check_claims({{"exp", kNow + 0.5}}, kClaimExp, 0, kNow, &why));
+}
+
+}  // namespace
+}  // namespace sluice::plugins::jwt_auth
