@@ -121,6 +121,7 @@ BasicAuth::BasicAuth(Conf conf) : conf_(std::move(conf)) {
 Action BasicAuth::fail(Context& ctx, std::string_view message) const {
   if (!conf_.anonymous_consumer.empty()) {
     if (!plugin::attach_anonymous(ctx, kPlugin, conf_.anonymous_consumer)) {
+      ctx.resp.headers.set("WWW-Authenticate", challenge_);
       return Action::kReply;
     }
     if (conf_.hide_credentials) {

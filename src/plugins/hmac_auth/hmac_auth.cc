@@ -206,6 +206,7 @@ HmacAuth::HmacAuth(Conf conf) : conf_(std::move(conf)) {
 Action HmacAuth::fail(Context& ctx, std::string_view message) const {
   if (!conf_.anonymous_consumer.empty()) {
     if (!plugin::attach_anonymous(ctx, kPlugin, conf_.anonymous_consumer)) {
+      ctx.resp.headers.set("WWW-Authenticate", challenge_);
       return Action::kReply;
     }
     if (conf_.hide_credentials) {

@@ -160,6 +160,9 @@ TEST_F(BasicAuthTest, AnonymousConsumer) {
   EXPECT_TRUE(ctx_.resp.headers.empty());
   EXPECT_EQ(run({{"anonymous_consumer", "ghost"}}, nullptr), plugin::Action::kReply);
   EXPECT_EQ(ctx_.reply_body, "{\"message\":\"Invalid user authorization\"}\n");
+  const std::string* www = nullptr;
+  ASSERT_TRUE(ctx_.resp.headers.lookup("WWW-Authenticate", &www) && www != nullptr);
+  EXPECT_EQ(*www, "Basic realm='basic'");
 }
 
 TEST_F(BasicAuthTest, NoConsumerHasBasicAuth) {

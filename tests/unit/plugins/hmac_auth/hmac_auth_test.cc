@@ -289,6 +289,9 @@ TEST_F(HmacAuthTest, AnonymousConsumer) {
   EXPECT_EQ(run({{"anonymous_consumer", "ghost"}}), plugin::Action::kReply);
   EXPECT_EQ(ctx_.reply_status, 401);
   EXPECT_EQ(ctx_.reply_body, "{\"message\":\"Invalid user authorization\"}\n");
+  const std::string* www = nullptr;
+  ASSERT_TRUE(ctx_.resp.headers.lookup("WWW-Authenticate", &www) && www != nullptr);
+  EXPECT_EQ(*www, "hmac realm=\"hmac\"");
 }
 
 TEST_F(HmacAuthTest, NoConsumerHasHmacAuth) {
