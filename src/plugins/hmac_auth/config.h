@@ -22,7 +22,6 @@ struct Conf {
   bool validate_request_body = false;
   bool hide_credentials = false;
   std::string anonymous_consumer;  // empty: none
-  std::string realm = "hmac";      // WWW-Authenticate on a 401
 };
 
 // Thread: any (immutable after parse)

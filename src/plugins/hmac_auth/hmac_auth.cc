@@ -199,14 +199,9 @@ Failure verify(const Conf& conf, const Index* index, const SignatureParams& p,
   return Failure::kNone;
 }
 
-HmacAuth::HmacAuth(Conf conf) : conf_(std::move(conf)) {
-  challenge_ = "hmac realm=\"" + conf_.realm + "\"";
-}
-
 Action HmacAuth::fail(Context& ctx, std::string_view message) const {
   if (!conf_.anonymous_consumer.empty()) {
     if (!plugin::attach_anonymous(ctx, kPlugin, conf_.anonymous_consumer)) {
-      ctx.resp.headers.set("WWW-Authenticate", challenge_);
       return Action::kReply;
     }
     if (conf_.hide_credentials) {
@@ -214,7 +209,6 @@ Action HmacAuth::fail(Context& ctx, std::string_view message) const {
     }
     return Action::kContinue;
   }
-  ctx.resp.headers.set("WWW-Authenticate", challenge_);
   plugin::auth_reply(ctx, 401, message);
   return Action::kReply;
 }

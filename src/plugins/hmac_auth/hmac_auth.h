@@ -72,7 +72,7 @@ Failure verify(const Conf& conf, const Index* index, const SignatureParams& p,
 // Thread: any (immutable)
 class HmacAuth final : public plugin::Plugin {
  public:
-  explicit HmacAuth(Conf conf);
+  explicit HmacAuth(Conf conf) : conf_(std::move(conf)) {}
   uint32_t phases() const override { return plugin::phase_bit(plugin::Phase::kRewrite); }
   bool needs_body() const override { return conf_.validate_request_body; }
   plugin::Action rewrite(plugin::Context& ctx) const override;
@@ -81,7 +81,6 @@ class HmacAuth final : public plugin::Plugin {
   plugin::Action fail(plugin::Context& ctx, std::string_view message) const;
 
   Conf conf_;
-  std::string challenge_;  // hmac realm="<realm>"
 };
 
 }  // namespace sluice::plugins::hmac_auth
