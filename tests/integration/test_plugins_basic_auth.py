@@ -134,3 +134,20 @@ def test_admin_refuses_bad_confs(bgw, upstream):
     assert r.status == 400, r
     assert r.error_msg.endswith('property "hide_credentials" validation failed: wrong type: '
                                 'expected boolean, got string'), r
+
+
+def test_credential(bgw, upstream):
+    # The 3.7+ form: the conf on a credential of the consumer.
+    _ok(bgw.admin("PUT", "/consumers", {"username": "johndoe"}))
+    _ok(bgw.admin("PUT", "/consumers/johndoe/credentials", {
+        "id": "cred-john-basic-auth",
+        "plugins": {"basic-auth": {"username": "johndoe", "password": "john-key"}}}))
+    _ok(bgw.admin("PUT", "/routes/1", admin_route("/hello", upstream,
+                                                   plugins={"basic-auth": {}})))
+    r = http(bgw.port, "GET", "/hello", [("Authorization", _basic("johndoe", "john-key"))])
+    assert r.status == 200, r
+    seen = _seen(r)
+    assert seen["x-consumer-username"] == "johndoe"
+    assert seen["x-credential-identifier"] == "cred-john-basic-auth"
+    _refused(http(bgw.port, "GET", "/hello", [("Authorization", _basic("johndoe", "x"))]),
+             "Invalid user authorization")

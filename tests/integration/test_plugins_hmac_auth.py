@@ -1,5 +1,6 @@
 """hmac-auth against a real gateway through the Admin API, signed with hmac_client.py (a client
-written from APISIX's docs): APISIX's documented examples (consumer john with key_id john-key,
+written from APISIX's docs): APISIX's documented examples (consumer john, credential
+cred-john-hmac-auth with key_id john-key,
 the default route conf, hide_credentials, validate_request_body with the docs' body and Digest,
 signed_headers), a tampered request, a replayed request whose Date is outside clock_skew, a
 body that does not match its Digest, an algorithm the route does not allow, an unknown key_id,
@@ -27,10 +28,10 @@ def _ok(r):
 
 
 def _setup(gw, upstream, conf=None, uri="/get", methods=("GET",)):
-    # APISIX's docs put the key on a credential; Sluice's Admin API has no credentials yet, so
-    # the same conf goes on the consumer itself.
-    _ok(gw.admin("PUT", "/consumers", {
-        "username": "john", "labels": {"custom_id": "495aec6a"},
+    # APISIX's docs: consumer john with a custom_id label, the key on its credential.
+    _ok(gw.admin("PUT", "/consumers", {"username": "john", "labels": {"custom_id": "495aec6a"}}))
+    _ok(gw.admin("PUT", "/consumers/john/credentials", {
+        "id": "cred-john-hmac-auth",
         "plugins": {"hmac-auth": {"key_id": "john-key", "secret_key": "john-secret-key"}}}))
     _ok(gw.admin("PUT", "/routes/hmac-auth-route", admin_route(
         uri, upstream, methods=list(methods), plugins={"hmac-auth": conf or {}})))
@@ -62,6 +63,7 @@ def test_doc_route_good_signature(hgw, upstream):
     seen = _seen(r)
     assert seen["x-consumer-username"] == "john"
     assert seen["x-consumer-custom-id"] == "495aec6a"
+    assert seen["x-credential-identifier"] == "cred-john-hmac-auth"
     assert seen["authorization"] == headers["Authorization"]  # kept without hide_credentials
     # Every algorithm the default conf allows; the query string is part of @request-target.
     for algo in ("hmac-sha1", "hmac-sha512"):
@@ -166,6 +168,19 @@ def test_anonymous_consumer(hgw, upstream):
     assert r.status == 200, r
     assert _seen(r)["x-consumer-username"] == "anon"
     assert _seen(_send(hgw, "GET", "/get", _signed("GET", "/get")))["x-consumer-username"] == "john"
+
+
+def test_key_on_the_consumer_itself(hgw, upstream):
+    # The 3.x form without credentials: the conf in the consumer's own plugins.
+    _ok(hgw.admin("PUT", "/consumers", {"username": "jack", "plugins": {
+        "hmac-auth": {"key_id": "jack-key", "secret_key": "jack-secret-key"}}}))
+    _ok(hgw.admin("PUT", "/routes/1", admin_route("/get", upstream,
+                                                   plugins={"hmac-auth": {}})))
+    h = hc.signed_headers("jack-key", "jack-secret-key", "GET", "/get")
+    r = _send(hgw, "GET", "/get", h)
+    assert r.status == 200, r
+    assert _seen(r)["x-consumer-username"] == "jack"
+    assert "x-credential-identifier" not in _seen(r)
 
 
 def test_admin_refuses_bad_confs(hgw, upstream):
