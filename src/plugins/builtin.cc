@@ -1,6 +1,8 @@
 #include "plugins/builtin.h"
 
+#include "plugins/basic_auth/basic_auth.h"
 #include "plugins/consumer_restriction/consumer_restriction.h"
+#include "plugins/hmac_auth/hmac_auth.h"
 #include "plugins/ip_restriction/ip_restriction.h"
 #include "plugins/jwt_auth/jwt_auth.h"
 #include "plugins/key_auth/key_auth.h"
@@ -22,6 +24,8 @@ std::span<const plugin::PluginInfo> builtin() {
       ua_restriction::info(),        // 2999
       referer_restriction::info(),   // 2990
       multi_auth::info(),            // 2600
+      hmac_auth::info(),             // 2530
+      basic_auth::info(),            // 2520
       jwt_auth::info(),              // 2510
       key_auth::info(),              // 2500
       consumer_restriction::info(),  // 2400
