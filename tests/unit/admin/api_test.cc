@@ -253,12 +253,22 @@ TEST_F(ApiTest, ConsumersAreKnownByUsername) {
 TEST_F(ApiTest, PluginsEndpoints) {
   auto r = call("GET", "/apisix/admin/plugins/list");
   EXPECT_EQ(r.status, 200);
-  EXPECT_EQ(
-      r.body,
-      "[\"proxy-rewrite\",\"limit-count\",\"redirect\",\"response-rewrite\",\"prometheus\"]\n");
+  EXPECT_EQ(r.body,
+            "[\"ip-restriction\",\"ua-restriction\",\"referer-restriction\",\"multi-auth\",\"hmac-"
+            "auth\",\"basic-auth\",\"jwt-auth\",\"key-auth\",\"consumer-restriction\",\"proxy-"
+            "rewrite\",\"limit-count\",\"redirect\",\"response-rewrite\",\"prometheus\"]\n");
   r = call("GET", "/apisix/admin/plugins");
   ASSERT_EQ(r.status, 200) << r.body;
-  EXPECT_EQ(json(r), Json::parse(R"({"proxy-rewrite": {"priority": 1008},
+  EXPECT_EQ(json(r), Json::parse(R"({"ip-restriction": {"priority": 3000},
+                                     "ua-restriction": {"priority": 2999},
+                                     "referer-restriction": {"priority": 2990},
+                                     "multi-auth": {"priority": 2600},
+                                     "hmac-auth": {"priority": 2530},
+                                     "basic-auth": {"priority": 2520},
+                                     "jwt-auth": {"priority": 2510},
+                                     "key-auth": {"priority": 2500},
+                                     "consumer-restriction": {"priority": 2400},
+                                     "proxy-rewrite": {"priority": 1008},
                                      "limit-count": {"priority": 1002},
                                      "redirect": {"priority": 900},
                                      "response-rewrite": {"priority": 899},
@@ -274,9 +284,9 @@ TEST_F(ApiTest, PluginsEndpoints) {
   r = call("GET", "/apisix/admin/plugins/prometheus");
   ASSERT_EQ(r.status, 200) << r.body;
   EXPECT_EQ(json(r)["properties"]["prefer_name"]["type"], "boolean");
-  r = call("GET", "/apisix/admin/plugins/key-auth");
+  r = call("GET", "/apisix/admin/plugins/openid-connect");
   EXPECT_EQ(r.status, 404);
-  EXPECT_EQ(error(r), "plugin not found: key-auth");
+  EXPECT_EQ(error(r), "plugin not found: openid-connect");
   r = call("POST", "/apisix/admin/plugins/list");
   EXPECT_EQ(r.status, 405);
   EXPECT_EQ(error(r), "not supported `POST` method for plugins");

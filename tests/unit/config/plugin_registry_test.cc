@@ -71,8 +71,10 @@ std::vector<std::string> names_of(std::span<const PluginInfo> registry) {
 
 TEST(PluginRegistry, EnablesEveryBuiltInPluginByDefault) {
   EXPECT_EQ(names_of(all_plugins()),
-            (std::vector<std::string>{"proxy-rewrite", "limit-count", "redirect",
-                                      "response-rewrite", "prometheus"}));
+            (std::vector<std::string>{
+                "ip-restriction", "ua-restriction", "referer-restriction", "multi-auth",
+                "hmac-auth", "basic-auth", "jwt-auth", "key-auth", "consumer-restriction",
+                "proxy-rewrite", "limit-count", "redirect", "response-rewrite", "prometheus"}));
   const PluginInfo* lc = find_plugin("limit-count");
   ASSERT_NE(lc, nullptr);
   EXPECT_EQ(lc->priority, 1002);
@@ -103,8 +105,10 @@ TEST(PluginRegistry, SetEnabledPluginsNarrowsTheSet) {
               "unknown plugin [limit-count]");
   }
   EXPECT_EQ(names_of(all_plugins()),
-            (std::vector<std::string>{"proxy-rewrite", "limit-count", "redirect",
-                                      "response-rewrite", "prometheus"}));
+            (std::vector<std::string>{
+                "ip-restriction", "ua-restriction", "referer-restriction", "multi-auth",
+                "hmac-auth", "basic-auth", "jwt-auth", "key-auth", "consumer-restriction",
+                "proxy-rewrite", "limit-count", "redirect", "response-rewrite", "prometheus"}));
   EXPECT_TRUE(check_plugins(limit));
   {
     // An empty list enables nothing; the order of the list does not matter.
@@ -120,13 +124,16 @@ TEST(PluginRegistry, SetEnabledPluginsNarrowsTheSet) {
     EXPECT_EQ(names_of(all_plugins()), (std::vector<std::string>{"limit-count", "prometheus"}));
   }
   EXPECT_EQ(set_enabled_plugins(nullptr), std::vector<std::string>{});
-  EXPECT_EQ(all_plugins().size(), 5u);
+  EXPECT_EQ(all_plugins().size(), 14u);
 }
 
 TEST(CheckPlugins, WithTheBuiltInRegistry) {
   const Case cases[] = {
       {"{}", PluginUse::kHttp, nullptr},
-      {R"({"key-auth": {"key": "k"}})", PluginUse::kHttp, "unknown plugin [key-auth]"},
+      {R"({"openid-connect": {}})", PluginUse::kHttp, "unknown plugin [openid-connect]"},
+      {R"({"key-auth": {"key": "k"}})", PluginUse::kConsumer, nullptr},
+      {R"({"key-auth": {}})", PluginUse::kConsumer,
+       "failed to check the configuration of plugin key-auth err: property \"key\" is required"},
       {R"({"no-such-plugin": {}})", PluginUse::kConsumer, "unknown plugin [no-such-plugin]"},
       {R"({"a": {"_meta": {"disable": true}}})", PluginUse::kHttp, "unknown plugin [a]"},
       {R"({"a": "x"})", PluginUse::kHttp, R"(invalid plugin conf "x" for plugin [a])"},

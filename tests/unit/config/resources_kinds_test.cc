@@ -55,8 +55,12 @@ TEST(DecodeConsumer, Cases) {
            prop("username", R"(failed to match pattern "^[a-zA-Z0-9_\-]+$" with "a b")")},
           {"", R"({"username": "jack", "id": "1"})",
            kIc + "additional properties forbidden, found id"},
-          {"", R"({"username": "jack", "plugins": {"key-auth": {"key": "k"}}})",
-           "invalid plugins configuration: unknown plugin [key-auth]"},
+          {"", R"({"username": "jack", "plugins": {"key-auth": {"key": "k"}}})", ""},
+          {"", R"({"username": "jack", "plugins": {"key-auth": {}}})",
+           "invalid plugins configuration: failed to check the configuration of plugin key-auth "
+           "err: property \"key\" is required"},
+          {"", R"({"username": "jack", "plugins": {"openid-connect": {}}})",
+           "invalid plugins configuration: unknown plugin [openid-connect]"},
           {"", R"({"username": "jack", "plugins": {"key-auth": true}})",
            "invalid plugins configuration: invalid plugin conf true for plugin [key-auth]"},
           {"",
@@ -131,7 +135,7 @@ std::vector<Case> plugin_set_cases() {
       {"", R"({"plugins": {}, "desc": ")" + std::string(257, 'd') + R"("})",
        prop("desc", "string too long, expected at most 256, got 257")},
       {"", R"({"plugins": "x"})", prop("plugins", "wrong type: expected object, got string")},
-      {"", R"({"plugins": {"key-auth": {}}})", "unknown plugin [key-auth]"},
+      {"", R"({"plugins": {"openid-connect": {}}})", "unknown plugin [openid-connect]"},
       {"", R"({"plugins": {"limit-count": {"count": 1, "time_window": 60}}})", ""},
       {"", R"({"plugins": {"limit-count": {"count": 1, "time_window": 60,
                                            "key_type": "header"}}})",
@@ -178,9 +182,9 @@ TEST(DecodePluginMetadata, NeedsAKnownPlugin) {
   ASSERT_TRUE(m.is_ok()) << m.status().message();
   EXPECT_EQ(m->id, "prometheus");
   EXPECT_EQ(m->value, Json::parse(R"({"a": 1})"));
-  auto u = decode_plugin_metadata("key-auth", Json::object());
+  auto u = decode_plugin_metadata("openid-connect", Json::object());
   ASSERT_FALSE(u.is_ok());
-  EXPECT_EQ(u.status().message(), "unknown plugin [key-auth]");
+  EXPECT_EQ(u.status().message(), "unknown plugin [openid-connect]");
 }
 
 TEST(DecodeProto, Cases) {

@@ -48,7 +48,7 @@ TEST(ValidateResource, DispatchesOnKind) {
       {"protos", "", R"({"plugins": {}})",
        "invalid configuration: additional properties forbidden, found plugins"},
       {"plugin_metadata", "prometheus", R"({})", nullptr},
-      {"plugin_metadata", "key-auth", R"({})", "unknown plugin [key-auth]"},
+      {"plugin_metadata", "openid-connect", R"({})", "unknown plugin [openid-connect]"},
       {"secrets", "vault/1", R"({"uri": "http://v", "prefix": "p", "token": "t"})", nullptr},
       {"secrets", "aws/1", R"({"uri": "http://v", "prefix": "p", "token": "t"})",
        "invalid configuration: additional properties forbidden, found prefix"},
