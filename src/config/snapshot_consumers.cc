@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include <memory>
 #include <unordered_map>
 
 #include "config/plugin_chains.h"
@@ -15,38 +16,55 @@ namespace sluice::config {
 
 namespace {
 
-// An auth conf with its references resolved: AuthConf::conf points at `conf`.
+// An auth conf as its plugin's index reads it: the stored conf itself, or a copy without
+// `_meta` and with its references resolved.
 struct PendingConf {
   const plugin::Credential* credential;
-  Json conf;
+  const Json* conf;
+  std::unique_ptr<Json> owned;  // when `conf` had to change
 };
 
-// Splits `plugins` into auth confs (into `auth`, by plugin name) and the rest (returned).
+// Moves the auth confs of `plugins` into `auth` (by plugin name) and returns the others, null
+// when there are none (the common case: a consumer with only a key builds no JSON).
 // `_meta.disable`d auth confs are left out, as APISIX's plugin filter leaves them.
-Json split_auth(const Json& plugins, const plugin::Credential& cred, std::string_view owner,
-                std::unordered_map<std::string, std::vector<PendingConf>>* auth,
-                std::vector<std::string>* warnings) {
-  Json rest = Json::object();
+std::unique_ptr<Json> split_auth(const Json& plugins, const plugin::Credential& cred,
+                                 std::string_view owner_kind, std::string_view owner,
+                                 std::unordered_map<std::string, std::vector<PendingConf>>* auth,
+                                 std::vector<std::string>* warnings) {
+  std::unique_ptr<Json> rest;
   if (!plugins.is_object()) {
     return rest;
   }
   for (const auto& [name, conf] : plugins.items()) {
     const PluginInfo* info = find_plugin(name);
     if (info == nullptr || !info->auth) {
-      rest[name] = conf;
+      if (!rest) {
+        rest = std::make_unique<Json>(Json::object());
+      }
+      (*rest)[name] = conf;
       continue;
     }
-    if (auto meta = conf.find("_meta");
-        meta != conf.end() && meta->is_object() && meta->value("disable", false)) {
-      continue;
+    PendingConf p{&cred, &conf, nullptr};
+    if (auto meta = conf.find("_meta"); meta != conf.end()) {
+      if (meta->is_object() && meta->value("disable", false)) {
+        continue;
+      }
+      p.owned = std::make_unique<Json>(conf);
+      p.owned->erase("_meta");
     }
-    PendingConf p{&cred, conf};
-    p.conf.erase("_meta");
-    std::string why;
-    if (has_secret_refs(p.conf) && !resolve_secret_refs(&p.conf, &why)) {
-      warnings->push_back(
-          fmt::format("{}: plugin {}: {}; it authenticates no request", owner, name, why));
-      continue;
+    if (has_secret_refs(*(p.owned ? p.owned.get() : &conf))) {
+      if (!p.owned) {
+        p.owned = std::make_unique<Json>(conf);
+      }
+      std::string why;
+      if (!resolve_secret_refs(p.owned.get(), &why)) {
+        warnings->push_back(
+            fmt::format("{}: plugin {}: {}; it authenticates no request", owner, name, why));
+        continue;
+      }
+    }
+    if (p.owned) {
+      p.conf = p.owned.get();
     }
     (*auth)[name].push_back(std::move(p));
   }
@@ -72,6 +90,7 @@ Json without_auth(const Json& plugins) {
 common::StatusOr<std::shared_ptr<const plugin::Consumers>> build_consumers(
     const ConfigSet& set, plugin::Shared& shared, std::vector<std::string>* warnings) {
   auto out = std::make_shared<plugin::Consumers>();
+  out->reserve(set.consumers.size(), set.credentials.size());
   std::unordered_map<std::string_view, const ConsumerGroupConf*> groups;
   for (const ConsumerGroupConf& g : set.consumer_groups) {
     groups[g.id] = &g;
@@ -85,8 +104,8 @@ common::StatusOr<std::shared_ptr<const plugin::Consumers>> build_consumers(
       made->custom_id = it->second;
     }
     plugin::Consumer& cons = out->add(std::move(made));
-    std::string owner = "consumer/" + c.username;
-    Json own = split_auth(c.plugins, cons.self, owner, &auth, warnings);
+    std::unique_ptr<Json> own =
+        split_auth(c.plugins, cons.self, "consumer/", c.username, &auth, warnings);
     const Json* group_plugins = nullptr;
     Json group_rest;
     if (!c.group_id.empty()) {
@@ -94,17 +113,17 @@ common::StatusOr<std::shared_ptr<const plugin::Consumers>> build_consumers(
       if (g == groups.end()) {
         cons.group_missing = true;
         warnings->push_back(
-            fmt::format("{}: consumer group {} does not exist; requests that "
-                        "authenticate as it are answered 503",
-                        owner, c.group_id));
+            fmt::format("consumer/{}: consumer group {} does not exist; requests "
+                        "that authenticate as it are answered 503",
+                        c.username, c.group_id));
       } else {
         group_rest = without_auth(g->second->plugins);
-        group_plugins = &group_rest;
+        group_plugins = group_rest.empty() ? nullptr : &group_rest;
       }
     }
-    Json merged = merge_plugins({group_plugins, &own});
-    if (!merged.empty()) {
-      auto chain = build_chain(merged, owner, shared, warnings);
+    if (own || group_plugins != nullptr) {
+      Json merged = merge_plugins({group_plugins, own.get()});
+      auto chain = build_chain(merged, "consumer/" + c.username, shared, warnings);
       if (!chain.is_ok()) {
         return common::Status::error(
             fmt::format("consumer {}: {}", c.username, chain.status().message()));
@@ -120,10 +139,11 @@ common::StatusOr<std::shared_ptr<const plugin::Consumers>> build_consumers(
       continue;
     }
     const plugin::Credential& cred = out->add_credential(*cons, cr.id);
-    Json rest = split_auth(cr.plugins, cred, owner, &auth, warnings);
-    for (const auto& [name, conf] : rest.items()) {
-      warnings->push_back(
-          fmt::format("{}: plugin {} is not an auth plugin; it is ignored", owner, name));
+    if (auto rest = split_auth(cr.plugins, cred, "", owner, &auth, warnings)) {
+      for (const auto& [name, conf] : rest->items()) {
+        warnings->push_back(
+            fmt::format("{}: plugin {} is not an auth plugin; it is ignored", owner, name));
+      }
     }
   }
   for (const PluginInfo& info : all_plugins()) {
@@ -134,7 +154,7 @@ common::StatusOr<std::shared_ptr<const plugin::Consumers>> build_consumers(
     std::vector<plugin::AuthConf> confs;
     confs.reserve(it->second.size());
     for (const PendingConf& p : it->second) {
-      confs.push_back({p.credential, &p.conf});
+      confs.push_back({p.credential, p.conf});
     }
     auto index = info.index(confs, warnings);
     if (!index.is_ok()) {

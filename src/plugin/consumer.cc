@@ -23,6 +23,12 @@ const ConsumerIndex* Consumers::index(std::string_view plugin) const {
   return nullptr;
 }
 
+void Consumers::reserve(size_t consumers, size_t credentials) {
+  consumers_.reserve(consumers);
+  credentials_.reserve(credentials);
+  by_name_.reserve(consumers);
+}
+
 Consumer& Consumers::add(std::unique_ptr<Consumer> c) {
   c->self.consumer = c.get();
   Consumer& ref = *c;
@@ -183,32 +189,73 @@ uint64_t siphash24(uint64_t k0, uint64_t k1, std::string_view data) {
   return v0 ^ v1 ^ v2 ^ v3;
 }
 
-void SecretIndex::add(std::string_view secret, const Credential* cred) {
-  std::vector<Item>& bucket = map_[siphash24(sip_key().k0, sip_key().k1, secret)];
-  for (Item& it : bucket) {
-    if (it.secret == secret) {
-      it.cred = cred;
-      return;
+void SecretIndex::reserve(size_t n) {
+  items_.reserve(n);
+  size_t want = 16;
+  while (want < 2 * n) {
+    want *= 2;
+  }
+  if (want > slots_.size()) {
+    grow(want);
+  }
+}
+
+void SecretIndex::grow(size_t slots) {
+  std::vector<Slot> old = std::move(slots_);
+  slots_.assign(slots, Slot{});
+  const size_t mask = slots - 1;
+  for (const Slot& s : old) {
+    if (s.item != kEmpty) {
+      size_t i = s.hash & mask;
+      while (slots_[i].item != kEmpty) {
+        i = (i + 1) & mask;
+      }
+      slots_[i] = s;
     }
   }
-  bucket.push_back({std::string(secret), cred});
-  ++count_;
+}
+
+const Credential* SecretIndex::add(std::string_view secret, const Credential* cred) {
+  if (2 * (items_.size() + 1) > slots_.size()) {
+    grow(slots_.empty() ? 16 : 2 * slots_.size());
+  }
+  const uint64_t h = siphash24(sip_key().k0, sip_key().k1, secret);
+  const size_t mask = slots_.size() - 1;
+  size_t i = h & mask;
+  for (; slots_[i].item != kEmpty; i = (i + 1) & mask) {
+    Item& it = items_[slots_[i].item];
+    if (slots_[i].hash == h && it.secret == secret) {
+      const Credential* was = it.cred;
+      it.cred = cred;
+      return was;
+    }
+  }
+  slots_[i] = {h, static_cast<uint32_t>(items_.size())};
+  items_.push_back({std::string(secret), cred});
+  return nullptr;
 }
 
 const Credential* SecretIndex::find(std::string_view secret) const {
-  auto it = map_.find(siphash24(sip_key().k0, sip_key().k1, secret));
-  if (it == map_.end()) {
-    // The same comparison a found bucket costs: against a secret of the asked length.
+  const Credential* found = nullptr;
+  bool compared = false;
+  if (!slots_.empty()) {
+    const uint64_t h = siphash24(sip_key().k0, sip_key().k1, secret);
+    const size_t mask = slots_.size() - 1;
+    for (size_t i = h & mask; slots_[i].item != kEmpty; i = (i + 1) & mask) {
+      if (slots_[i].hash == h) {
+        const Item& it = items_[slots_[i].item];
+        compared = true;
+        if (secret_equal(secret, it.secret)) {
+          found = it.cred;
+        }
+      }
+    }
+  }
+  if (!compared) {
+    // The same comparison a hit costs: against a secret of the asked length.
     static const std::string kDecoy(4096, '\0');
     secret_equal(secret,
                  std::string_view(kDecoy).substr(0, std::min(secret.size(), kDecoy.size())));
-    return nullptr;
-  }
-  const Credential* found = nullptr;
-  for (const Item& item : it->second) {
-    if (secret_equal(secret, item.secret)) {
-      found = item.cred;
-    }
   }
   return found;
 }

@@ -73,6 +73,7 @@ class Consumers {
   size_t size() const { return consumers_.size(); }
 
   // Building (control thread).
+  void reserve(size_t consumers, size_t credentials);
   Consumer& add(std::unique_ptr<Consumer> c);
   const Credential& add_credential(const Consumer& c, std::string id);
   void set_index(std::string_view plugin, std::shared_ptr<const ConsumerIndex> index);
@@ -110,18 +111,29 @@ bool secret_equal(std::string_view a, std::string_view b);
 // Thread: any (immutable once built)
 class SecretIndex {
  public:
-  // A later add of the same secret replaces the earlier (APISIX: the last consumer wins).
-  void add(std::string_view secret, const Credential* cred);
+  // Room for `n` secrets without growing (building 100,000 keys rehashes nothing).
+  void reserve(size_t n);
+  // A later add of the same secret replaces the earlier (APISIX: the last consumer wins);
+  // returns the credential it replaced, or null.
+  const Credential* add(std::string_view secret, const Credential* cred);
   const Credential* find(std::string_view secret) const;
-  size_t size() const { return count_; }
+  size_t size() const { return items_.size(); }
 
  private:
   struct Item {
     std::string secret;
     const Credential* cred;
   };
-  std::unordered_map<uint64_t, std::vector<Item>> map_;
-  size_t count_ = 0;
+  struct Slot {
+    uint64_t hash = 0;
+    uint32_t item = kEmpty;  // index into items_
+  };
+  static constexpr uint32_t kEmpty = UINT32_MAX;
+  void grow(size_t slots);
+
+  // Open addressing, linear probing, at most half full: a probe touches one or two slots.
+  std::vector<Slot> slots_;
+  std::vector<Item> items_;
 };
 
 // SipHash-2-4 of `data` under the 128-bit key k0,k1 (Aumasson and Bernstein).

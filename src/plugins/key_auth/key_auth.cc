@@ -25,20 +25,22 @@ common::StatusOr<std::shared_ptr<const plugin::Plugin>> make(const plugin::Json&
 common::StatusOr<std::shared_ptr<const plugin::ConsumerIndex>> index(
     std::span<const plugin::AuthConf> confs, std::vector<std::string>* warnings) {
   auto out = std::make_shared<KeyIndex>();
-  std::unordered_map<std::string, const plugin::Credential*> seen;
+  out->keys.reserve(confs.size());
   for (const plugin::AuthConf& a : confs) {
-    auto key = parse_consumer(*a.conf);
-    if (!key.is_ok()) {
-      return key.status();  // checked when stored: only a value the checks missed gets here
+    // Checked when stored; the full parse runs only for a value the checks missed.
+    auto it = a.conf->is_object() ? a.conf->find("key") : a.conf->end();
+    std::string_view key;
+    if (it != a.conf->end() && it->is_string()) {
+      key = it->get_ref<const std::string&>();
+    } else if (auto parsed = parse_consumer(*a.conf); !parsed.is_ok()) {
+      return parsed.status();
     }
-    auto [it, fresh] = seen.try_emplace(*key, a.credential);
-    if (!fresh && it->second->consumer != a.credential->consumer) {
+    const plugin::Credential* was = out->keys.add(key, a.credential);
+    if (was != nullptr && was->consumer != a.credential->consumer) {
       warnings->push_back(fmt::format(
           "key-auth: consumers {} and {} have the same key; requests with it authenticate as {}",
-          it->second->consumer->name, a.credential->consumer->name, a.credential->consumer->name));
+          was->consumer->name, a.credential->consumer->name, a.credential->consumer->name));
     }
-    it->second = a.credential;
-    out->keys.add(*key, a.credential);
   }
   return std::shared_ptr<const plugin::ConsumerIndex>(std::move(out));
 }
