@@ -55,7 +55,7 @@ bench-tls: build
 
 # Authenticated routes (docs/performance.md, "Authentication"): CPU per kept-alive request of
 # Sluice plain, with key-auth and with jwt-auth (HS256, 1,000 consumers), nginx plain and with
-# a static key check (map), as ratios. About 4 minutes with the defaults (5 runs of 5 s);
+# a static key check (map), as ratios. About 3 minutes with the defaults (5 runs of 5 s);
 # BENCH_AUTH_ARGS="--quick" checks it runs.
 BENCH_AUTH_OUT ?= bench-auth-out
 BENCH_AUTH_ARGS ?=
