@@ -4,6 +4,7 @@
     sluice bench [options]                       run the benchmark (see --help)
     sluice bench compare a.json b.json [--out D] put several machines' runs side by side
     sluice bench tls [options]                   TLS termination against nginx (see --help)
+    sluice bench auth [options]                  key-auth and jwt-auth's cost, nginx alongside
 """
 
 import os
@@ -11,7 +12,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from benchkit import compare_cli, runner, tls_run  # noqa: E402
+from benchkit import auth_run, compare_cli, runner, tls_run  # noqa: E402
 
 
 def main(argv):
@@ -19,6 +20,8 @@ def main(argv):
         return compare_cli.main(argv[1:])
     if argv and argv[0] == "tls":
         return tls_run.main(argv[1:])
+    if argv and argv[0] == "auth":
+        return auth_run.main(argv[1:])
     return runner.main(argv)
 
 
