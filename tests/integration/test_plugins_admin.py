@@ -60,7 +60,7 @@ def test_plugin_schema_prometheus(admin_gw):
         "expected a JSON schema object with properties, got %r" % (r,)
 
 
-@pytest.mark.parametrize("name", ["no-such-plugin", "key-auth", "limit-counts"])
+@pytest.mark.parametrize("name", ["no-such-plugin", "openid-connect", "limit-counts"])
 def test_plugin_schema_unknown_is_404(admin_gw, name):
     r = admin_gw.admin("GET", "/plugins/" + name)
     expect_error(r, 404)
