@@ -1,10 +1,10 @@
 """Issue 21, item 9: APISIX's own documentation, run against Sluice.
 
-Every example of APISIX's getting-started, admin-api and terminology pages and of the pages
-of the plugins Sluice ships (limit-count, prometheus, proxy-rewrite, response-rewrite) is sent
-here as published: the command text is copied from the page and run by bash with curl, with
-only the ports (admin 9180, proxy 9080, Prometheus 9091) and the upstream addresses
-(httpbin.org, 127.0.0.1:1980, ...) replaced by the test's own. Each test names its page and
+Every example of APISIX's getting-started, admin-api and terminology pages and of the
+limit-count, prometheus, proxy-rewrite and response-rewrite pages is sent here as published:
+the command text is copied from the page and run by bash with curl, with only the ports
+(admin 9180, proxy 9080, Prometheus 9091) and the upstream addresses (httpbin.org,
+127.0.0.1:1980, ...) replaced by the test's own. Each test names its page and
 section (pages: github.com/apache/apisix, docs/en/latest/; the commit read is given per page)
 and asserts what that page says the answer is, then that the data plane behaves as the page
 says. Where Sluice differs on purpose, the test asserts Sluice's answer and the difference is
