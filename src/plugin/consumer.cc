@@ -10,8 +10,48 @@
 namespace sluice::plugin {
 
 const Consumer* Consumers::find(std::string_view name) const {
-  auto it = by_name_.find(name);
-  return it == by_name_.end() ? nullptr : it->second;
+  if (names_.empty()) {
+    return nullptr;
+  }
+  const uint64_t h = std::hash<std::string_view>()(name);
+  const size_t mask = names_.size() - 1;
+  for (size_t i = h & mask; names_[i].index != kNoName; i = (i + 1) & mask) {
+    if (names_[i].hash == h && consumers_[names_[i].index]->name == name) {
+      return consumers_[names_[i].index].get();
+    }
+  }
+  return nullptr;
+}
+
+void Consumers::index_name(uint32_t index) {
+  if (2 * (consumers_.size()) > names_.size()) {
+    std::vector<NameSlot> old = std::move(names_);
+    names_.assign(old.empty() ? 16 : 2 * old.size(), NameSlot{});
+    for (const NameSlot& s : old) {
+      if (s.index != kNoName) {
+        place_name(s);
+      }
+    }
+  }
+  const std::string& name = consumers_[index]->name;
+  const uint64_t h = std::hash<std::string_view>()(name);
+  const size_t mask = names_.size() - 1;
+  for (size_t i = h & mask; names_[i].index != kNoName; i = (i + 1) & mask) {
+    if (names_[i].hash == h && consumers_[names_[i].index]->name == name) {
+      names_[i].index = index;  // a second consumer of that name: the later one is found
+      return;
+    }
+  }
+  place_name({h, index});
+}
+
+void Consumers::place_name(const NameSlot& s) {
+  const size_t mask = names_.size() - 1;
+  size_t i = s.hash & mask;
+  while (names_[i].index != kNoName) {
+    i = (i + 1) & mask;
+  }
+  names_[i] = s;
 }
 
 const ConsumerIndex* Consumers::index(std::string_view plugin) const {
@@ -26,14 +66,20 @@ const ConsumerIndex* Consumers::index(std::string_view plugin) const {
 void Consumers::reserve(size_t consumers, size_t credentials) {
   consumers_.reserve(consumers);
   credentials_.reserve(credentials);
-  by_name_.reserve(consumers);
+  size_t want = 16;
+  while (want < 2 * consumers) {
+    want *= 2;
+  }
+  if (want > names_.size() && consumers_.empty()) {
+    names_.assign(want, NameSlot{});
+  }
 }
 
 Consumer& Consumers::add(std::unique_ptr<Consumer> c) {
   c->self.consumer = c.get();
   Consumer& ref = *c;
   consumers_.push_back(std::move(c));
-  by_name_[ref.name] = &ref;
+  index_name(static_cast<uint32_t>(consumers_.size() - 1));
   return ref;
 }
 
@@ -223,8 +269,11 @@ const Credential* SecretIndex::add(std::string_view secret, const Credential* cr
   const size_t mask = slots_.size() - 1;
   size_t i = h & mask;
   for (; slots_[i].item != kEmpty; i = (i + 1) & mask) {
+    if (slots_[i].hash != h) {
+      continue;  // no look at the item: probes stay within the slot array
+    }
     Item& it = items_[slots_[i].item];
-    if (slots_[i].hash == h && it.secret == secret) {
+    if (it.secret == secret) {
       const Credential* was = it.cred;
       it.cred = cred;
       return was;

@@ -79,9 +79,18 @@ class Consumers {
   void set_index(std::string_view plugin, std::shared_ptr<const ConsumerIndex> index);
 
  private:
+  struct NameSlot {
+    uint64_t hash = 0;
+    uint32_t index = UINT32_MAX;  // into consumers_
+  };
+  static constexpr uint32_t kNoName = UINT32_MAX;
+  void index_name(uint32_t index);
+  void place_name(const NameSlot& s);
+
   std::vector<std::unique_ptr<Consumer>> consumers_;
   std::vector<std::unique_ptr<Credential>> credentials_;
-  std::unordered_map<std::string_view, const Consumer*> by_name_;
+  // Open addressing by name, at most half full: 100,000 consumers index without a node each.
+  std::vector<NameSlot> names_;
   std::vector<std::pair<std::string, std::shared_ptr<const ConsumerIndex>>> indexes_;
 };
 
