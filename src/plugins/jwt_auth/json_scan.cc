@@ -9,6 +9,16 @@ namespace sluice::plugins::jwt_auth {
 
 namespace {
 
+// The bytes a string holds as they are: printable ASCII but the quote and the backslash.
+constexpr std::array<bool, 256> make_plain() {
+  std::array<bool, 256> t{};
+  for (int c = 0x20; c < 0x80; ++c) {
+    t[c] = c != '"' && c != '\\';
+  }
+  return t;
+}
+constexpr std::array<bool, 256> kPlain = make_plain();
+
 bool is_digit(int c) { return c >= '0' && c <= '9'; }
 
 int hex_value(int c) {
@@ -165,6 +175,9 @@ bool Scanner::string(std::string_view* raw, bool* escaped) {
   const char* start = p_;
   *escaped = false;
   for (;;) {
+    while (p_ < end_ && kPlain[static_cast<unsigned char>(*p_)]) {
+      ++p_;  // the common case, skipped in a tight loop
+    }
     int c = peek();
     if (c < 0x20)
       return false;  // the end, or a control character (must be escaped)

@@ -153,30 +153,46 @@ std::optional<Alg> alg_from_name(std::string_view name) {
 std::string_view alg_name(Alg a) { return kAlgNames[static_cast<size_t>(a)]; }
 
 bool base64url_decode(std::string_view in, std::string* out) {
-  if (in.size() % 4 == 1) {
+  const size_t rest = in.size() % 4;
+  if (rest == 1) {
     return false;
   }
-  // Sized once, then written in place: four characters give three bytes.
+  // Sized once, then written in place, four characters (three bytes) at a time.
   const size_t base = out->size();
-  out->resize(base + in.size() / 4 * 3 + (in.size() % 4 == 0 ? 0 : in.size() % 4 - 1));
-  char* dst = out->data() + base;
-  uint32_t acc = 0;
-  int bits = 0;
-  for (char c : in) {
-    uint8_t v = kB64[static_cast<uint8_t>(c)];
-    if (v == 64) {
-      out->resize(base);
-      return false;
-    }
-    acc = (acc << 6) | v;
-    bits += 6;
-    if (bits >= 8) {
-      bits -= 8;
-      *dst++ = static_cast<char>((acc >> bits) & 0xFF);
-    }
+  out->resize(base + in.size() / 4 * 3 + (rest == 0 ? 0 : rest - 1));
+  auto* dst = reinterpret_cast<unsigned char*>(out->data() + base);
+  const auto* src = reinterpret_cast<const unsigned char*>(in.data());
+  const auto* full_end = src + (in.size() - rest);
+  uint32_t bad = 0;  // bit 6 set once a byte outside the alphabet (64) was seen
+  for (; src != full_end; src += 4, dst += 3) {
+    const uint32_t a = kB64[src[0]], b = kB64[src[1]], c = kB64[src[2]], d = kB64[src[3]];
+    bad |= a | b | c | d;
+    const uint32_t w = (a << 18) | (b << 12) | (c << 6) | d;
+    dst[0] = static_cast<unsigned char>(w >> 16);
+    dst[1] = static_cast<unsigned char>(w >> 8);
+    dst[2] = static_cast<unsigned char>(w);
   }
-  // Leftover bits must be zero: otherwise two different texts decode to the same bytes.
-  return (acc & ((1u << bits) - 1)) == 0;
+  // The last 2 or 3 characters give 1 or 2 bytes; their leftover bits must be zero, or two
+  // different texts would decode to the same bytes.
+  uint32_t leftover = 0;
+  if (rest == 2) {
+    const uint32_t a = kB64[src[0]], b = kB64[src[1]];
+    bad |= a | b;
+    dst[0] = static_cast<unsigned char>((a << 2) | (b >> 4));
+    leftover = b & 0x0F;
+  } else if (rest == 3) {
+    const uint32_t a = kB64[src[0]], b = kB64[src[1]], c = kB64[src[2]];
+    bad |= a | b | c;
+    const uint32_t w = (a << 10) | (b << 4) | (c >> 2);
+    dst[0] = static_cast<unsigned char>(w >> 8);
+    dst[1] = static_cast<unsigned char>(w);
+    leftover = c & 0x03;
+  }
+  if ((bad & 64) != 0 || leftover != 0) {
+    out->resize(base);
+    return false;
+  }
+  return true;
 }
 
 std::string_view parse_error_text(ParseError e) {
