@@ -215,6 +215,34 @@ std::string_view parse_error_text(ParseError e) {
   return "?";
 }
 
+namespace {
+
+// The header's `alg`. A worker's tokens nearly all carry the same header text, so the last
+// one that parsed is kept with its `alg`: the same text gives the same answer.
+ParseError parse_header(std::string_view text, Token* out) {
+  if (!out->header_text.empty() && text == out->header_text) {
+    return ParseError::kNone;
+  }
+  out->header_text.clear();
+  std::string& buf = out->signature;
+  buf.clear();
+  if (!base64url_decode(text, &buf)) {
+    return ParseError::kBase64;
+  }
+  const JsonWanted header[] = {{"alg", &out->header_alg}};
+  if (!scan_json_object(buf, header, &out->name)) {
+    return ParseError::kHeaderJson;
+  }
+  if (out->header_alg.type != JsonValue::Type::kString) {
+    return ParseError::kAlg;
+  }
+  out->alg.swap(out->header_alg.string);
+  out->header_text.assign(text);
+  return ParseError::kNone;
+}
+
+}  // namespace
+
 ParseError parse(std::string_view token, Token* out, std::string_view key_claim_name) {
   out->payload.object = false;
   if (token.size() > kMaxTokenSize) {
@@ -228,18 +256,9 @@ ParseError parse(std::string_view token, Token* out, std::string_view key_claim_
   out->signing_input = token.substr(0, d2);
   // Header and payload are decoded into `signature` first, then the signature over them.
   std::string& buf = out->signature;
-  buf.clear();
-  if (!base64url_decode(token.substr(0, d1), &buf)) {
-    return ParseError::kBase64;
+  if (ParseError e = parse_header(token.substr(0, d1), out); e != ParseError::kNone) {
+    return e;
   }
-  const JsonWanted header[] = {{"alg", &out->header_alg}};
-  if (!scan_json_object(buf, header, &out->name)) {
-    return ParseError::kHeaderJson;
-  }
-  if (out->header_alg.type != JsonValue::Type::kString) {
-    return ParseError::kAlg;
-  }
-  out->alg.swap(out->header_alg.string);
   buf.clear();
   if (!base64url_decode(token.substr(d1 + 1, d2 - d1 - 1), &buf)) {
     return ParseError::kBase64;

@@ -65,9 +65,11 @@ struct Token {
   std::string alg;                 // the header's `alg` (a string), unescaped
   Payload payload;
   std::string signature;  // decoded
-  // parse()'s buffers: the header's `alg` as scanned, an escaped member name.
+  // parse()'s buffers: the header's `alg` as scanned, an escaped member name, and the text
+  // of the last header that parsed (`alg` is its alg; empty: none yet).
   JsonValue header_alg;
   std::string name;
+  std::string header_text;
 };
 
 // Why parse() refused a token (logged, never sent: the client gets "JWT token invalid").

@@ -245,6 +245,33 @@ TEST(JwtParse, ReadsTheMembersAJsonParserWould) {
   }
 }
 
+// One Token reused for a worker's requests (as jwt-auth does): each parse gives its own
+// header's alg, whatever the token before it carried or whether it parsed.
+TEST(JwtParse, AReusedTokenGivesEachHeadersAlg) {
+  auto token = [](std::string_view header, std::string_view payload) {
+    return b64url(header) + "." + b64url(payload) + ".";
+  };
+  const std::string hs = token(R"({"alg":"HS256"})", "{}");
+  const std::string rs = token(R"({"alg":"RS256"})", "{}");
+  Token t;
+  ASSERT_EQ(parse(hs, &t), ParseError::kNone);
+  EXPECT_EQ(t.alg, "HS256");
+  ASSERT_EQ(parse(rs, &t), ParseError::kNone);
+  EXPECT_EQ(t.alg, "RS256");
+  EXPECT_EQ(parse(token(R"({"alg":1})", "{}"), &t), ParseError::kAlg);
+  EXPECT_EQ(parse(token(R"({"alg":"RS256"},)", "{}"), &t), ParseError::kHeaderJson);
+  EXPECT_EQ(parse(token(R"({"alg":"RS256"})", "[]"), &t), ParseError::kPayloadJson);
+  ASSERT_EQ(parse(hs, &t), ParseError::kNone);
+  EXPECT_EQ(t.alg, "HS256");
+  EXPECT_EQ(parse(b64url(R"({"alg":"HS256"})") + ".e30=.", &t), ParseError::kBase64);
+  ASSERT_EQ(parse(hs, &t), ParseError::kNone);
+  EXPECT_EQ(t.alg, "HS256");
+  EXPECT_EQ(parse(".e30.", &t), ParseError::kHeaderJson);  // an empty header is never cached
+  EXPECT_EQ(parse(hs.substr(0, hs.find('.')) + "x.e30.", &t), ParseError::kBase64);
+  ASSERT_EQ(parse(rs, &t), ParseError::kNone);
+  EXPECT_EQ(t.alg, "RS256");
+}
+
 TEST(JwtParse, Base64urlIsCanonical) {
   std::string out;
   EXPECT_TRUE(base64url_decode("", &out));
