@@ -353,12 +353,12 @@ bool Key::verify_hmac(std::string_view input, std::string_view sig) const {
   unsigned char mac[EVP_MAX_MD_SIZE];
   unsigned int inner_len = 0;
   unsigned int len = 0;
-  const bool ok = ctx != nullptr && EVP_MD_CTX_copy_ex(ctx, inner_.get()) == 1 &&
-                  EVP_DigestUpdate(ctx, input.data(), input.size()) == 1 &&
-                  EVP_DigestFinal_ex(ctx, inner, &inner_len) == 1 &&
-                  EVP_MD_CTX_copy_ex(ctx, outer_.get()) == 1 &&
-                  EVP_DigestUpdate(ctx, inner, inner_len) == 1 &&
-                  EVP_DigestFinal_ex(ctx, mac, &len) == 1;
+  const bool ok =
+      ctx != nullptr && inner_ != nullptr && EVP_MD_CTX_copy_ex(ctx, inner_.get()) == 1 &&
+      EVP_DigestUpdate(ctx, input.data(), input.size()) == 1 &&
+      EVP_DigestFinal_ex(ctx, inner, &inner_len) == 1 &&
+      EVP_MD_CTX_copy_ex(ctx, outer_.get()) == 1 && EVP_DigestUpdate(ctx, inner, inner_len) == 1 &&
+      EVP_DigestFinal_ex(ctx, mac, &len) == 1;
   if (!ok) {
     ERR_clear_error();
     return false;
