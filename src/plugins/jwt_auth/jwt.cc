@@ -4,7 +4,6 @@
 #include <openssl/crypto.h>
 #include <openssl/ec.h>
 #include <openssl/err.h>
-#include <openssl/hmac.h>
 #include <openssl/pem.h>
 #include <openssl/rsa.h>
 
@@ -140,11 +139,6 @@ bool ecdsa_raw_to_der(Alg alg, std::string_view raw, std::string* der) {
   return ok;
 }
 
-bool parse_json_object(std::string_view text, nlohmann::json* out) {
-  *out = nlohmann::json::parse(text.begin(), text.end(), nullptr, /*allow_exceptions=*/false);
-  return out->is_object();
-}
-
 }  // namespace
 
 std::optional<Alg> alg_from_name(std::string_view name) {
@@ -159,25 +153,46 @@ std::optional<Alg> alg_from_name(std::string_view name) {
 std::string_view alg_name(Alg a) { return kAlgNames[static_cast<size_t>(a)]; }
 
 bool base64url_decode(std::string_view in, std::string* out) {
-  if (in.size() % 4 == 1) {
+  const size_t rest = in.size() % 4;
+  if (rest == 1) {
     return false;
   }
-  uint32_t acc = 0;
-  int bits = 0;
-  for (char c : in) {
-    uint8_t v = kB64[static_cast<uint8_t>(c)];
-    if (v == 64) {
-      return false;
-    }
-    acc = (acc << 6) | v;
-    bits += 6;
-    if (bits >= 8) {
-      bits -= 8;
-      out->push_back(static_cast<char>((acc >> bits) & 0xFF));
-    }
+  // Sized once, then written in place, four characters (three bytes) at a time.
+  const size_t base = out->size();
+  out->resize(base + in.size() / 4 * 3 + (rest == 0 ? 0 : rest - 1));
+  auto* dst = reinterpret_cast<unsigned char*>(out->data() + base);
+  const auto* src = reinterpret_cast<const unsigned char*>(in.data());
+  const auto* full_end = src + (in.size() - rest);
+  uint32_t bad = 0;  // bit 6 set once a byte outside the alphabet (64) was seen
+  for (; src != full_end; src += 4, dst += 3) {
+    const uint32_t a = kB64[src[0]], b = kB64[src[1]], c = kB64[src[2]], d = kB64[src[3]];
+    bad |= a | b | c | d;
+    const uint32_t w = (a << 18) | (b << 12) | (c << 6) | d;
+    dst[0] = static_cast<unsigned char>(w >> 16);
+    dst[1] = static_cast<unsigned char>(w >> 8);
+    dst[2] = static_cast<unsigned char>(w);
   }
-  // Leftover bits must be zero: otherwise two different texts decode to the same bytes.
-  return (acc & ((1u << bits) - 1)) == 0;
+  // The last 2 or 3 characters give 1 or 2 bytes; their leftover bits must be zero, or two
+  // different texts would decode to the same bytes.
+  uint32_t leftover = 0;
+  if (rest == 2) {
+    const uint32_t a = kB64[src[0]], b = kB64[src[1]];
+    bad |= a | b;
+    dst[0] = static_cast<unsigned char>((a << 2) | (b >> 4));
+    leftover = b & 0x0F;
+  } else if (rest == 3) {
+    const uint32_t a = kB64[src[0]], b = kB64[src[1]], c = kB64[src[2]];
+    bad |= a | b | c;
+    const uint32_t w = (a << 10) | (b << 4) | (c >> 2);
+    dst[0] = static_cast<unsigned char>(w >> 8);
+    dst[1] = static_cast<unsigned char>(w);
+    leftover = c & 0x03;
+  }
+  if ((bad & 64) != 0 || leftover != 0) {
+    out->resize(base);
+    return false;
+  }
+  return true;
 }
 
 std::string_view parse_error_text(ParseError e) {
@@ -200,7 +215,36 @@ std::string_view parse_error_text(ParseError e) {
   return "?";
 }
 
-ParseError parse(std::string_view token, Token* out) {
+namespace {
+
+// The header's `alg`. A worker's tokens nearly all carry the same header text, so the last
+// one that parsed is kept with its `alg`: the same text gives the same answer.
+ParseError parse_header(std::string_view text, Token* out) {
+  if (!out->header_text.empty() && text == out->header_text) {
+    return ParseError::kNone;
+  }
+  out->header_text.clear();
+  std::string& buf = out->signature;
+  buf.clear();
+  if (!base64url_decode(text, &buf)) {
+    return ParseError::kBase64;
+  }
+  const JsonWanted header[] = {{"alg", &out->header_alg}};
+  if (!scan_json_object(buf, header, &out->name)) {
+    return ParseError::kHeaderJson;
+  }
+  if (out->header_alg.type != JsonValue::Type::kString) {
+    return ParseError::kAlg;
+  }
+  out->alg.swap(out->header_alg.string);
+  out->header_text.assign(text);
+  return ParseError::kNone;
+}
+
+}  // namespace
+
+ParseError parse(std::string_view token, Token* out, std::string_view key_claim_name) {
+  out->payload.object = false;
   if (token.size() > kMaxTokenSize) {
     return ParseError::kTooLong;
   }
@@ -212,26 +256,19 @@ ParseError parse(std::string_view token, Token* out) {
   out->signing_input = token.substr(0, d2);
   // Header and payload are decoded into `signature` first, then the signature over them.
   std::string& buf = out->signature;
-  buf.clear();
-  if (!base64url_decode(token.substr(0, d1), &buf)) {
-    return ParseError::kBase64;
+  if (ParseError e = parse_header(token.substr(0, d1), out); e != ParseError::kNone) {
+    return e;
   }
-  nlohmann::json header;
-  if (!parse_json_object(buf, &header)) {
-    return ParseError::kHeaderJson;
-  }
-  auto alg = header.find("alg");
-  if (alg == header.end() || !alg->is_string()) {
-    return ParseError::kAlg;
-  }
-  out->alg = alg->get_ref<const std::string&>();
   buf.clear();
   if (!base64url_decode(token.substr(d1 + 1, d2 - d1 - 1), &buf)) {
     return ParseError::kBase64;
   }
-  if (!parse_json_object(buf, &out->payload)) {
+  Payload& p = out->payload;
+  const JsonWanted claims[] = {{key_claim_name, &p.key}, {"exp", &p.exp}, {"nbf", &p.nbf}};
+  if (!scan_json_object(buf, claims, &out->name)) {
     return ParseError::kPayloadJson;
   }
+  p.object = true;
   buf.clear();
   if (!base64url_decode(token.substr(d2 + 1), &buf)) {
     return ParseError::kBase64;
@@ -243,8 +280,7 @@ StatusOr<Key> Key::make(Alg alg, std::string_view material) {
   Key k;
   k.alg_ = alg;
   if (is_hmac(alg)) {
-    k.secret_.assign(material);
-    return k;
+    return make_hmac(alg, material);
   }
   BIO* bio = BIO_new_mem_buf(material.data(), static_cast<int>(material.size()));
   EVP_PKEY* pkey = bio != nullptr ? PEM_read_bio_PUBKEY(bio, nullptr, nullptr, nullptr) : nullptr;
@@ -264,12 +300,67 @@ bool Key::verify(std::string_view input, std::string_view sig) const {
   return is_hmac(alg_) ? verify_hmac(input, sig) : verify_pkey(input, sig);
 }
 
+StatusOr<Key> Key::make_hmac(Alg alg, std::string_view secret) {
+  // RFC 2104: K' is the secret zero-padded to the hash's block, or its hash when longer;
+  // HMAC = H((K' ^ opad) || H((K' ^ ipad) || text)). The two padded blocks are hashed here.
+  const EVP_MD* md = digest(alg);
+  const size_t block = static_cast<size_t>(EVP_MD_get_block_size(md));
+  unsigned char k0[EVP_MAX_MD_SIZE * 2] = {0};  // 128: SHA-512's block
+  unsigned char pad[EVP_MAX_MD_SIZE * 2];
+  bool ok = block <= sizeof(k0);
+  if (ok && secret.size() > block) {
+    unsigned int len = 0;
+    ok = EVP_Digest(secret.data(), secret.size(), k0, &len, md, nullptr) == 1;
+  } else if (ok) {
+    memcpy(k0, secret.data(), secret.size());
+  }
+  Key k;
+  k.alg_ = alg;
+  for (int i = 0; ok && i < 2; ++i) {
+    const unsigned char x = i == 0 ? 0x36 : 0x5c;
+    for (size_t j = 0; j < block; ++j) {
+      pad[j] = k0[j] ^ x;
+    }
+    std::shared_ptr<EVP_MD_CTX> ctx(EVP_MD_CTX_new(), MdCtxFree{});
+    ok = ctx != nullptr && EVP_DigestInit_ex(ctx.get(), md, nullptr) == 1 &&
+         EVP_DigestUpdate(ctx.get(), pad, block) == 1;
+    (i == 0 ? k.inner_ : k.outer_) = std::move(ctx);
+  }
+  OPENSSL_cleanse(k0, sizeof(k0));
+  OPENSSL_cleanse(pad, sizeof(pad));
+  if (!ok) {
+    ERR_clear_error();
+    return Status::error("cannot prepare the HMAC key");
+  }
+  return k;
+}
+
+namespace {
+
+// The context verify_hmac() hashes in: one per thread, reused. (OpenSSL 3.0's copy still
+// duplicates the provider's small hash state, one malloc and free per copy.)
+struct ScratchMdCtx {
+  EVP_MD_CTX* ctx = EVP_MD_CTX_new();
+  ~ScratchMdCtx() { EVP_MD_CTX_free(ctx); }
+};
+
+}  // namespace
+
 bool Key::verify_hmac(std::string_view input, std::string_view sig) const {
+  thread_local ScratchMdCtx scratch;
+  EVP_MD_CTX* ctx = scratch.ctx;
+  unsigned char inner[EVP_MAX_MD_SIZE];
   unsigned char mac[EVP_MAX_MD_SIZE];
+  unsigned int inner_len = 0;
   unsigned int len = 0;
-  if (HMAC(digest(alg_), secret_.data(), static_cast<int>(secret_.size()),
-           reinterpret_cast<const unsigned char*>(input.data()), input.size(), mac,
-           &len) == nullptr) {
+  const bool ok =
+      ctx != nullptr && inner_ != nullptr && EVP_MD_CTX_copy_ex(ctx, inner_.get()) == 1 &&
+      EVP_DigestUpdate(ctx, input.data(), input.size()) == 1 &&
+      EVP_DigestFinal_ex(ctx, inner, &inner_len) == 1 &&
+      EVP_MD_CTX_copy_ex(ctx, outer_.get()) == 1 && EVP_DigestUpdate(ctx, inner, inner_len) == 1 &&
+      EVP_DigestFinal_ex(ctx, mac, &len) == 1;
+  if (!ok) {
+    ERR_clear_error();
     return false;
   }
   // The MAC's length is public (the algorithm's); its bytes are compared in constant time.
@@ -321,23 +412,24 @@ std::string http_time(double t) {
 
 }  // namespace
 
-bool check_claims(const nlohmann::json& payload, uint8_t claims, int64_t grace, int64_t now,
+bool check_claims(const Payload& payload, uint8_t claims, int64_t grace, int64_t now,
                   std::string* why) {
+  using Type = JsonValue::Type;
   // APISIX's parser.lua verify_claims: nbf, then exp; a claim that is absent is not checked.
   for (uint8_t bit : {kClaimNbf, kClaimExp}) {
     if ((claims & bit) == 0) {
       continue;
     }
     const char* name = bit == kClaimNbf ? "nbf" : "exp";
-    auto it = payload.find(name);
-    if (it == payload.end() || (it->is_boolean() && !it->get<bool>())) {
+    const JsonValue& claim = bit == kClaimNbf ? payload.nbf : payload.exp;
+    if (claim.type == Type::kAbsent || claim.type == Type::kFalse) {
       continue;  // Lua's `if claim`: absent and false are skipped (null is cjson.null: checked)
     }
-    if (!it->is_number()) {
+    if (claim.type != Type::kNumber) {
       *why = std::string("claim ") + name + " is not a number";
       return false;
     }
-    const double v = it->get<double>();
+    const double v = claim.number;
     const double t = static_cast<double>(now);
     const double g = static_cast<double>(grace);
     if (bit == kClaimNbf && !(v < t + g)) {

@@ -1,19 +1,20 @@
 #pragma once
 // A strict JWS compact-serialization parser and verifier for jwt-auth: three base64url
 // segments without padding, a JSON-object header naming `alg` and a JSON-object payload, and
-// signatures checked with OpenSSL against a key parsed once, when the consumers' index is
-// built. Nothing here throws or allocates beyond the decoded token.
+// signatures checked with OpenSSL against a key prepared once, when the consumers' index is
+// built. Nothing here throws; a Token reused across requests keeps its buffers, so parsing
+// and verifying an HMAC token allocates nothing once they have grown.
 
 #include <openssl/evp.h>
 
 #include <cstdint>
 #include <memory>
-#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
 
 #include "common/status.h"
+#include "plugins/jwt_auth/json_scan.h"
 
 namespace sluice::plugins::jwt_auth {
 
@@ -46,13 +47,29 @@ inline constexpr size_t kMaxTokenSize = 16 * 1024;
 // alphabet, no length of 4n+1, and unused trailing bits zero. Appends to *out.
 bool base64url_decode(std::string_view in, std::string* out);
 
+// What jwt-auth reads of a token's payload (a JSON object): the claim naming the consumer
+// (key_claim_name) and the registered claims it may check.
+// Thread: worker (per request)
+struct Payload {
+  JsonValue key;
+  JsonValue exp;
+  JsonValue nbf;
+  bool object = false;  // parse() found a JSON object
+  bool is_object() const { return object; }
+};
+
 // One parsed (not yet verified) token.
 // Thread: worker (per request)
 struct Token {
   std::string_view signing_input;  // "<header>.<payload>" as sent: what the signature covers
-  std::string alg;                 // the header's `alg`, as sent
-  nlohmann::json payload;          // an object
-  std::string signature;           // decoded
+  std::string alg;                 // the header's `alg` (a string), unescaped
+  Payload payload;
+  std::string signature;  // decoded
+  // parse()'s buffers: the header's `alg` as scanned, an escaped member name, and the text
+  // of the last header that parsed (`alg` is its alg; empty: none yet).
+  JsonValue header_alg;
+  std::string name;
+  std::string header_text;
 };
 
 // Why parse() refused a token (logged, never sent: the client gets "JWT token invalid").
@@ -67,11 +84,15 @@ enum class ParseError : uint8_t {
 };
 std::string_view parse_error_text(ParseError e);
 
-// Fills *out from `token`; *out is reused across calls (its strings keep their capacity).
-ParseError parse(std::string_view token, Token* out);
+// Fills *out from `token`, reading the claim `key_claim_name` into out->payload.key; *out is
+// reused across calls (its strings keep their capacity).
+ParseError parse(std::string_view token, Token* out, std::string_view key_claim_name = "key");
 
-// A consumer's verification key: an HMAC secret or a public key, for one algorithm.
-// Thread: any (immutable; EVP_PKEY is safe to verify with from several threads)
+// A consumer's verification key: an HMAC secret or a public key, for one algorithm. An HMAC
+// key is kept as the hash states after its inner and outer padded blocks (RFC 2104), so a
+// request hashes only the token: each verify copies them into a scratch context of its own
+// thread, never writing the shared ones.
+// Thread: any (immutable; EVP_PKEY and the HMAC states are only read)
 class Key {
  public:
   // `material`: the secret (already base64-decoded) for HS*, else a PEM public key. Errors
@@ -86,11 +107,16 @@ class Key {
   struct PkeyFree {
     void operator()(EVP_PKEY* k) const { EVP_PKEY_free(k); }
   };
+  struct MdCtxFree {
+    void operator()(EVP_MD_CTX* c) const { EVP_MD_CTX_free(c); }
+  };
+  static common::StatusOr<Key> make_hmac(Alg alg, std::string_view secret);
   bool verify_hmac(std::string_view input, std::string_view sig) const;
   bool verify_pkey(std::string_view input, std::string_view sig) const;
 
   Alg alg_ = Alg::kHS256;
-  std::string secret_;
+  std::shared_ptr<EVP_MD_CTX> inner_;  // HMAC: after H's block of key ^ ipad
+  std::shared_ptr<EVP_MD_CTX> outer_;  // HMAC: after H's block of key ^ opad
   std::shared_ptr<EVP_PKEY> pkey_;
 };
 
@@ -101,7 +127,7 @@ inline constexpr uint8_t kClaimNbf = 2;
 // APISIX's checks of `exp` and `nbf` at `now` (Unix seconds) with `grace` seconds of clock
 // skew allowed: a present claim must be a number, exp > now - grace, nbf < now + grace. A
 // token without them passes. False with *why (for the log) otherwise.
-bool check_claims(const nlohmann::json& payload, uint8_t claims, int64_t grace, int64_t now,
+bool check_claims(const Payload& payload, uint8_t claims, int64_t grace, int64_t now,
                   std::string* why);
 
 }  // namespace sluice::plugins::jwt_auth

@@ -108,21 +108,21 @@ const Credential* JwtAuth::authenticate(Context& ctx, int64_t now, std::string_v
     return nullptr;
   }
   Token& tok = s.parsed;
-  if (ParseError e = parse(text, &tok); e != ParseError::kNone) {
+  if (ParseError e = parse(text, &tok, conf_.key_claim_name); e != ParseError::kNone) {
     *message = kInvalidToken;
     *why = parse_error_text(e);
     return nullptr;
   }
-  auto claim = tok.payload.find(conf_.key_claim_name);
-  if (claim == tok.payload.end() || (claim->is_boolean() && !claim->get<bool>())) {
+  const JsonValue& claim = tok.payload.key;
+  if (claim.type == JsonValue::Type::kAbsent || claim.type == JsonValue::Type::kFalse) {
     *message = kMissingKey;
     return nullptr;
   }
   // A key that is not a string (a number, null) finds no consumer, as in Lua's table lookup.
   const Index* index = ctx.consumers != nullptr ? ctx.consumers->index_as<Index>(kName) : nullptr;
   const Index::Entry* entry = nullptr;
-  if (claim->is_string() && index != nullptr) {
-    entry = index->find(claim->get_ref<const std::string&>());
+  if (claim.type == JsonValue::Type::kString && index != nullptr) {
+    entry = index->find(claim.string);
   }
   if (entry == nullptr) {
     *message = kInvalidKey;
