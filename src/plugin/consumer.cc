@@ -1,5 +1,6 @@
 #include "plugin/consumer.h"
 
+#include <fmt/format.h>
 #include <sys/random.h>
 
 #include <cstring>
@@ -307,6 +308,27 @@ const Credential* SecretIndex::find(std::string_view secret) const {
                  std::string_view(kDecoy).substr(0, std::min(secret.size(), kDecoy.size())));
   }
   return found;
+}
+
+void NamedSecrets::add(std::string_view name, const Credential* cred, std::string secret,
+                       std::string_view plugin, std::string_view what,
+                       std::vector<std::string>* warnings) {
+  auto it = map_.find(name);
+  if (it == map_.end()) {
+    map_.emplace(std::string(name), Entry{cred, std::move(secret)});
+    return;
+  }
+  if (warnings != nullptr) {
+    warnings->push_back(fmt::format("{}: consumers {} and {} have the same {}; {}'s is used",
+                                    plugin, it->second.credential->consumer->name,
+                                    cred->consumer->name, what, cred->consumer->name));
+  }
+  it->second = Entry{cred, std::move(secret)};
+}
+
+const NamedSecrets::Entry* NamedSecrets::find(std::string_view name) const {
+  auto it = map_.find(name);
+  return it == map_.end() ? nullptr : &it->second;
 }
 
 }  // namespace sluice::plugin

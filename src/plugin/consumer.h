@@ -145,6 +145,32 @@ class SecretIndex {
   std::vector<Item> items_;
 };
 
+// A map from a public name (basic-auth's username, hmac-auth's key_id) to the credential and
+// the secret it must present. Compare the secret with secret_equal, against a decoy when the
+// name is missing, so a missing name costs what a wrong secret does.
+// Thread: any (immutable once built)
+class NamedSecrets {
+ public:
+  struct Entry {
+    const Credential* credential;
+    std::string secret;
+  };
+  // A later add of the same name replaces the earlier (APISIX's table overwrite), with a
+  // warning naming both consumers: "<plugin>: consumers a and b have the same <what>; b's is
+  // used".
+  void add(std::string_view name, const Credential* cred, std::string secret,
+           std::string_view plugin, std::string_view what, std::vector<std::string>* warnings);
+  const Entry* find(std::string_view name) const;
+  size_t size() const { return map_.size(); }
+
+ private:
+  struct Hash {
+    using is_transparent = void;
+    size_t operator()(std::string_view s) const { return std::hash<std::string_view>()(s); }
+  };
+  std::unordered_map<std::string, Entry, Hash, std::equal_to<>> map_;
+};
+
 // SipHash-2-4 of `data` under the 128-bit key k0,k1 (Aumasson and Bernstein).
 uint64_t siphash24(uint64_t k0, uint64_t k1, std::string_view data);
 

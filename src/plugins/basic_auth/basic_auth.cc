@@ -49,22 +49,7 @@ const plugin::PluginInfo& info() {
 
 void Index::add(const plugin::Credential* cred, const ConsumerConf& c,
                 std::vector<std::string>* warn) {
-  auto it = map_.find(std::string_view(c.username));
-  if (it != map_.end()) {
-    if (warn != nullptr) {
-      warn->push_back(fmt::format(
-          "basic-auth: consumers {} and {} have the same username; {}'s is used",
-          it->second.credential->consumer->name, cred->consumer->name, cred->consumer->name));
-    }
-    it->second = Entry{cred, c.password};
-    return;
-  }
-  map_.emplace(c.username, Entry{cred, c.password});
-}
-
-const Index::Entry* Index::find(std::string_view username) const {
-  auto it = map_.find(username);
-  return it == map_.end() ? nullptr : &it->second;
+  by_name_.add(c.username, cred, c.password, "basic-auth", "username", warn);
 }
 
 common::StatusOr<std::shared_ptr<const plugin::ConsumerIndex>> build_index(
@@ -148,7 +133,7 @@ Action BasicAuth::rewrite(Context& ctx) const {
   const Index::Entry* entry = index != nullptr ? index->find(user) : nullptr;
   // A user no consumer has costs the same comparison as a wrong password: against a decoy.
   static const std::string kDecoy(16, '\0');
-  const bool same = plugin::secret_equal(password, entry != nullptr ? entry->password : kDecoy);
+  const bool same = plugin::secret_equal(password, entry != nullptr ? entry->secret : kDecoy);
   if (entry == nullptr || !same) {
     if (entry == nullptr) {
       SLUICE_LOG(kWarn, "failed to find user: invalid user");

@@ -87,22 +87,7 @@ const plugin::PluginInfo& info() {
 
 void Index::add(const plugin::Credential* cred, const ConsumerConf& c,
                 std::vector<std::string>* warn) {
-  auto it = map_.find(std::string_view(c.key_id));
-  if (it != map_.end()) {
-    if (warn != nullptr) {
-      warn->push_back(fmt::format(
-          "hmac-auth: consumers {} and {} have the same key_id; {}'s is used",
-          it->second.credential->consumer->name, cred->consumer->name, cred->consumer->name));
-    }
-    it->second = Entry{cred, c.secret_key};
-    return;
-  }
-  map_.emplace(c.key_id, Entry{cred, c.secret_key});
-}
-
-const Index::Entry* Index::find(std::string_view key_id) const {
-  auto it = map_.find(key_id);
-  return it == map_.end() ? nullptr : &it->second;
+  by_name_.add(c.key_id, cred, c.secret_key, "hmac-auth", "key_id", warn);
 }
 
 common::StatusOr<std::shared_ptr<const plugin::ConsumerIndex>> build_index(

@@ -22,22 +22,15 @@ const plugin::PluginInfo& info();
 // Thread: any (immutable)
 class Index final : public plugin::ConsumerIndex {
  public:
-  struct Entry {
-    const plugin::Credential* credential;
-    std::string secret;
-  };
-  // A later conf with the same key_id replaces the earlier (APISIX's table overwrite), with a
-  // warning naming both consumers.
+  using Entry = plugin::NamedSecrets::Entry;
+  // A later conf with the same key_id replaces the earlier (APISIX's table overwrite), with
+  // a warning naming both consumers.
   void add(const plugin::Credential* cred, const ConsumerConf& c, std::vector<std::string>* warn);
-  const Entry* find(std::string_view key_id) const;
-  size_t size() const { return map_.size(); }
+  const Entry* find(std::string_view key_id) const { return by_name_.find(key_id); }
+  size_t size() const { return by_name_.size(); }
 
  private:
-  struct Hash {
-    using is_transparent = void;
-    size_t operator()(std::string_view s) const { return std::hash<std::string_view>()(s); }
-  };
-  std::unordered_map<std::string, Entry, Hash, std::equal_to<>> map_;
+  plugin::NamedSecrets by_name_;
 };
 
 common::StatusOr<std::shared_ptr<const plugin::ConsumerIndex>> build_index(

@@ -193,7 +193,7 @@ TEST(BasicAuthIndex, LaterUsernameWinsWithAWarning) {
   ASSERT_TRUE(index.is_ok());
   const auto* idx = static_cast<const Index*>(index->get());
   ASSERT_NE(idx->find("u"), nullptr);
-  EXPECT_EQ(idx->find("u")->password, "p2");
+  EXPECT_EQ(idx->find("u")->secret, "p2");
   ASSERT_EQ(warnings.size(), 1u);
   EXPECT_NE(warnings[0].find("consumers a and b"), std::string::npos);
 }
