@@ -150,8 +150,7 @@ TEST(WithConsumer, KeepsRouteIndexesReplacesByNameAndRewritesOnlyTheAdded) {
                entry("limit-count", 1002, acc)});
   Entry consumer_lc = entry("limit-count", 1002, acc);
   const Plugin* consumer_lc_plugin = consumer_lc.plugin.get();
-  Chain consumer({consumer_lc, entry("response-rewrite", 899, rw | acc),
-                  entry("cors", 4000, rw)});
+  Chain consumer({consumer_lc, entry("response-rewrite", 899, rw | acc), entry("cors", 4000, rw)});
   auto merged = Chain::with_consumer(&route, consumer);
   ASSERT_NE(merged, nullptr);
   ASSERT_EQ(merged->entries().size(), 5u);
@@ -160,8 +159,8 @@ TEST(WithConsumer, KeepsRouteIndexesReplacesByNameAndRewritesOnlyTheAdded) {
   }
   EXPECT_EQ(merged->entries()[2].plugin.get(), consumer_lc_plugin);  // the consumer's conf
   // The route's rewrite has run: only the plugins the consumer added rewrite, by priority.
-  EXPECT_EQ(names(*merged, Phase::kRewrite), (std::vector<std::string>{"cors",
-                                                                         "response-rewrite"}));
+  EXPECT_EQ(names(*merged, Phase::kRewrite),
+            (std::vector<std::string>{"cors", "response-rewrite"}));
   EXPECT_EQ(names(*merged, Phase::kAccess),
             (std::vector<std::string>{"limit-count", "response-rewrite"}));
   // No route chain (a route without plugins, say): the consumer's alone.

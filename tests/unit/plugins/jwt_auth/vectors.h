@@ -45,28 +45,100 @@ struct Vector {
   const char* token;
 };
 inline constexpr Vector kVectors[] = {
-    {"HS256", "HS256", kSecret, "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJrZXkiOiJ1c2VyLWtleSIsImV4cCI6NDEwMjQ0NDgwMH0.Vvic3mhd6gbgARxkxqhMpPP3ztQv08bELL9zrsGED8o"},
-    {"HS384", "HS384", kSecret, "eyJhbGciOiJIUzM4NCIsInR5cCI6IkpXVCJ9.eyJrZXkiOiJ1c2VyLWtleSIsImV4cCI6NDEwMjQ0NDgwMH0.WIxcNhfdDKSJ42zZztw8LHwDypgPDyWhqAybz9lXYtS8XF1eIUIfN_Ge5f3ajEzG"},
-    {"HS512", "HS512", kSecret, "eyJhbGciOiJIUzUxMiIsInR5cCI6IkpXVCJ9.eyJrZXkiOiJ1c2VyLWtleSIsImV4cCI6NDEwMjQ0NDgwMH0.8dv909SOr6HA1KkDA6FduBLFpW5wtmUMw8MzfrUYDoAIvz4_m94hoR-AWqYaRiSFz0JUNYz5sPTRpp77rCdUmA"},
-    {"RS256", "RS256", kPem_rsa, "eyJhbGciOiJSUzI1NiIsInR5cCI6IkpXVCJ9.eyJrZXkiOiJ1c2VyLWtleSIsImV4cCI6NDEwMjQ0NDgwMH0.aS6RdxYQFbQ-VeM0wEzJ18EF7lx_oaAJl-dMD3pMSPZXTWhu1dfAHG0-aMdIUIfBVAjaJIkgECOYp7w1x-HNc84fAHqKQ_fVXQPf8raz1ejDwktTVv3MeeuXgvPtx5_blCWdXA-QB5P6GLQkTt0lvtTwqluHh7yvrhHZfogGzd0k-sc5Tc00fw-j0KlDKh_NLeHj3c882Yfu_goxEcRQXw7A3urJGHEjKDMnn-qbaukGSbjp6TZ57JKo5dhDzFw57zuYFYQ6pMtTvFbSC2vumX5_vAv9-DEi8Pr9uWJ3JQkj1u0pWY9PrSFkZIG071wICGwgnsXem8P9x1NZEk7h7A"},
-    {"RS384", "RS384", kPem_rsa, "eyJhbGciOiJSUzM4NCIsInR5cCI6IkpXVCJ9.eyJrZXkiOiJ1c2VyLWtleSIsImV4cCI6NDEwMjQ0NDgwMH0.rysoQr6Cw1D0q_BXO70qKEsSJGOpvOhbM523FpkeyCZXnnQwEk6B9JPzZXi8d562pjpTSifVwL-bIeRd1epv2JNJbvUpGF0gJsGhva72EYAT4uhnRyYxDgkb7XWcCeh1d1z4IR5z8R0kb4RrXkf0xKe0VKbYWtyof48ye3xzWNf2VBM1cYk8RYKDc7YfI2YfCBweLdNIqtdOABg_kM5h4OiC7WYSlxXJd3RdmutJ27ut2oLiuz3QI3G0W_a15i9D3gERdd5o5kSgnQcYS8Fb4pkkNkH9Xto2pUw5LuEXBNwA-VSOvpm9rn95Zw5GNivBMJB_7CgTDGztDBpJ9p_VhQ"},
-    {"RS512", "RS512", kPem_rsa, "eyJhbGciOiJSUzUxMiIsInR5cCI6IkpXVCJ9.eyJrZXkiOiJ1c2VyLWtleSIsImV4cCI6NDEwMjQ0NDgwMH0.GQ0tvwya2nOIK5MOzHKFNqG9UakVHYx_rm60SqoS1G7V50YxDPAQImzGqDYYfSZ_rO-uxa2vU02-arn1h6Lvb144vUpJqjxfOfO5QIGSUkq-IbeIT_i-1IKYUbfFGD4n-jbu7IG7fuqSycpuPC50Y1ef22F1QHLQ-80oz79KqeZHGZ5MvaXV-IKZ5yyskRVAB903aF1pTV69A5NWyk3ippRxChmFEhc0AqNrX5puqbRRguRfVY37wbgy5njxuTFw9mCmO8zBMv4vZhbCH3n63tHagvm1QehQvhDvZxlYcTSFp4yBwtBuwnVzSio1OtTLe5toMLiPg-PzCgicQWijKw"},
-    {"PS256", "PS256", kPem_rsa, "eyJhbGciOiJQUzI1NiIsInR5cCI6IkpXVCJ9.eyJrZXkiOiJ1c2VyLWtleSIsImV4cCI6NDEwMjQ0NDgwMH0.Q9bX-Z0AdeugaYcNYMK1NKeUjEKzuuJ8qA5xnoJdw-MG7QUKAm3m8FMaLkb6jPlhFdPDGCLvxBuEHIekM1aLaCWAAIX-IO95lbX-q3MkecfW0ugAN0me4Ja3fNB85ufxW48Qxe-8DByV13C7owwTwvo6g9QYOS03L5lEVe70i4sq2MMfss2CdMHUoiz-PZP32qaTCipC_Mo0oGIwlOYf3UXGb4clzQrzY4oPbfY8f9HUt6MFbpm7x2zVV02zFD06fUUcxnOrOffPb-nq5QO8fT5GtBGeNMYHuUXRjFvjTvFXhceexrHOb3eUfvv0PrIkVXBUrB_cBlgiM82KxhYGyQ"},
-    {"PS384", "PS384", kPem_rsa, "eyJhbGciOiJQUzM4NCIsInR5cCI6IkpXVCJ9.eyJrZXkiOiJ1c2VyLWtleSIsImV4cCI6NDEwMjQ0NDgwMH0.Rsd0zYSHlXGi8g7YAnn41TI8nW8xzz3LWYQiAc7owvrg5bZ0UdeFVQWkrYUbIJ_OdZZR07LuLEabxXJsJeD9dNIREVTQx_H3FTX8VbGFezNL_y0xgNyvVpn4UNJo5YZ4NKe4TYPQdx43qbpreSY35WCWRLSddJaS2eCRasl2-Wck44HVjy2nxQXcmzXf8iSsdA5PTGv_nLSnN5i0g2hwoSJeNbjBW3wY3AKh8FO05fpY5HY10SsBFg0OLJGswUJxtOGNjACkTRrZdOeAFQDBa5clWSYl_u6GIpwXMzatMUj8W7LGdwTzygHevuxlm1PDs_qKYObC2hElaHb13lTu8g"},
-    {"PS512", "PS512", kPem_rsa, "eyJhbGciOiJQUzUxMiIsInR5cCI6IkpXVCJ9.eyJrZXkiOiJ1c2VyLWtleSIsImV4cCI6NDEwMjQ0NDgwMH0.aKNcmcIPP7dDn8l0uojrbEJfBP-MOSljQ4zfJVINLJn8-AF-1Q8frdQhug3JyY5HgUmqlVF6V8WE4GibiDdlLFYuTnu0HrVXfAhhwHDUqhsOuauy-wRx5bqtT3gi6uWknFoTL4xdAeXbOPzRzH8SGjiwefbvUdkqc5ImRH5RTPHdOZnNrj0bMCiiD0EPOqSSJzxH6TO9XSPwHg-_1qVVQGjOs1CEO4dd3woMQfvWXk_iQLbaJMhUdMb-NC08e5Kbhn95agCC5YosP8nDkxI5sJ63lQNhYHRSCw0Pkt6_4JH90R0rqwyoKd37SDzLHNxVatNipFUY-_w-wkSWykRPFw"},
-    {"ES256", "ES256", kPem_p256, "eyJhbGciOiJFUzI1NiIsInR5cCI6IkpXVCJ9.eyJrZXkiOiJ1c2VyLWtleSIsImV4cCI6NDEwMjQ0NDgwMH0.WgggVIKG7rRf9877kVp_qkxofY1ffpwx2ZR9Ituqrd93coEapOpdRcNVX41K-Bp2RIT1LbPIm551R5nA1MF50g"},
-    {"ES384", "ES384", kPem_p384, "eyJhbGciOiJFUzM4NCIsInR5cCI6IkpXVCJ9.eyJrZXkiOiJ1c2VyLWtleSIsImV4cCI6NDEwMjQ0NDgwMH0.s4oxRQKXgdBqGsX-vaew1Ehtig-UKHn418kt6N8GtKbKVINPOCoWhVgde9NwSl7WvXkvPJ8IwmjlbeKFLazdXwmExOVpcjuxRdcWaeeQ9zE8Ih22B7p7bWmdgyzL7v7b"},
-    {"ES512", "ES512", kPem_p521, "eyJhbGciOiJFUzUxMiIsInR5cCI6IkpXVCJ9.eyJrZXkiOiJ1c2VyLWtleSIsImV4cCI6NDEwMjQ0NDgwMH0.ABsXNWMUvMM6IwJzYH5U_68lplOngPF9NsaxgYrq4QVCmY1JAn7UAAwvx_wKty9IVZNi7d9ewdO-4j1MjIyow3BSAYzLHkCPj8a3_5Mx6fYyyEsWWNViJbS-s0D1vdBdvqLaMhTGiO7UHiOYo2ZWyMrzuXbVfgwbBxYAfNOZzfUVnR30"},
-    {"EdDSA", "EdDSA", kPem_ed25519, "eyJhbGciOiJFZERTQSIsInR5cCI6IkpXVCJ9.eyJrZXkiOiJ1c2VyLWtleSIsImV4cCI6NDEwMjQ0NDgwMH0.ECxnC-KkQPUM8m2fAfX1IN32eJckxGebpsVP-ZwokFb-c_b3-kyfllE54FW8iPkPBChzmznIT06O8CiVbm_gCg"},
-    {"expired", "HS256", kSecret, "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJrZXkiOiJ1c2VyLWtleSIsImV4cCI6MTY5OTk5OTk5MH0.HZIRx76IVSEXwNcvoVNp6khTGrtakCm_qY5HneAIBZE"},
-    {"nbf_future", "HS256", kSecret, "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJrZXkiOiJ1c2VyLWtleSIsIm5iZiI6MTcwMDAwMDAxMCwiZXhwIjo0MTAyNDQ0ODAwfQ.Qi7tRtKxrdvDuI47L4FyqPliy7W_vsYKJ-nG36SCWNI"},
-    {"no_exp", "HS256", kSecret, "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJrZXkiOiJ1c2VyLWtleSJ9._7aoTZdzQDT0r9swHTcHb3nsujexcGjSTU-LRzTRVyY"},
-    {"exp_string", "HS256", kSecret, "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJrZXkiOiJ1c2VyLWtleSIsImV4cCI6IjQxMDI0NDQ4MDAifQ.f0K_-DUul7n23KPwdbTFqo3nXy7oJrGbu7FS-GsSv_o"},
-    {"other_key", "HS256", kSecret, "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJrZXkiOiJub2JvZHkiLCJleHAiOjQxMDI0NDQ4MDB9.IWodNimWZ_R2mt5vAZ6mjEC1Xrb_y0zh--PBAbgrOyo"},
-    {"no_key", "HS256", kSecret, "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJleHAiOjQxMDI0NDQ4MDB9.cOvWSYji9DLCU49NVMruhh8C9icSDxPiND2v8ynVOzI"},
-    {"sub_key", "HS256", kSecret, "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiJ1c2VyLWtleSIsImV4cCI6NDEwMjQ0NDgwMH0.GUeOmPNFpFilnoWHA9f7kwpRl-IqN0cVPNC3en6HY48"},
-    {"confusion", "RS256", kPem_rsa, "eyJhbGciOiAiSFMyNTYiLCAidHlwIjogIkpXVCJ9.eyJrZXkiOiAicnMta2V5IiwgImV4cCI6IDQxMDI0NDQ4MDB9.BXXWCAomNLymYdRIwhrs84gQymu2H0QTyqDLqhgHnQc"},
-    {"alg_none", "HS256", kSecret, "eyJhbGciOiJub25lIiwidHlwIjoiSldUIn0.eyJrZXkiOiJ1c2VyLWtleSIsImV4cCI6NDEwMjQ0NDgwMH0."},
+    {"HS256", "HS256", kSecret,
+     "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJrZXkiOiJ1c2VyLWtleSIsImV4cCI6NDEwMjQ0NDgwMH0."
+     "Vvic3mhd6gbgARxkxqhMpPP3ztQv08bELL9zrsGED8o"},
+    {"HS384", "HS384", kSecret,
+     "eyJhbGciOiJIUzM4NCIsInR5cCI6IkpXVCJ9.eyJrZXkiOiJ1c2VyLWtleSIsImV4cCI6NDEwMjQ0NDgwMH0."
+     "WIxcNhfdDKSJ42zZztw8LHwDypgPDyWhqAybz9lXYtS8XF1eIUIfN_Ge5f3ajEzG"},
+    {"HS512", "HS512", kSecret,
+     "eyJhbGciOiJIUzUxMiIsInR5cCI6IkpXVCJ9.eyJrZXkiOiJ1c2VyLWtleSIsImV4cCI6NDEwMjQ0NDgwMH0."
+     "8dv909SOr6HA1KkDA6FduBLFpW5wtmUMw8MzfrUYDoAIvz4_m94hoR-AWqYaRiSFz0JUNYz5sPTRpp77rCdUmA"},
+    {"RS256", "RS256", kPem_rsa,
+     "eyJhbGciOiJSUzI1NiIsInR5cCI6IkpXVCJ9.eyJrZXkiOiJ1c2VyLWtleSIsImV4cCI6NDEwMjQ0NDgwMH0."
+     "aS6RdxYQFbQ-VeM0wEzJ18EF7lx_oaAJl-dMD3pMSPZXTWhu1dfAHG0-aMdIUIfBVAjaJIkgECOYp7w1x-"
+     "HNc84fAHqKQ_fVXQPf8raz1ejDwktTVv3MeeuXgvPtx5_blCWdXA-QB5P6GLQkTt0lvtTwqluHh7yvrhHZfogGzd0k-"
+     "sc5Tc00fw-j0KlDKh_NLeHj3c882Yfu_goxEcRQXw7A3urJGHEjKDMnn-"
+     "qbaukGSbjp6TZ57JKo5dhDzFw57zuYFYQ6pMtTvFbSC2vumX5_vAv9-"
+     "DEi8Pr9uWJ3JQkj1u0pWY9PrSFkZIG071wICGwgnsXem8P9x1NZEk7h7A"},
+    {"RS384", "RS384", kPem_rsa,
+     "eyJhbGciOiJSUzM4NCIsInR5cCI6IkpXVCJ9.eyJrZXkiOiJ1c2VyLWtleSIsImV4cCI6NDEwMjQ0NDgwMH0."
+     "rysoQr6Cw1D0q_BXO70qKEsSJGOpvOhbM523FpkeyCZXnnQwEk6B9JPzZXi8d562pjpTSifVwL-"
+     "bIeRd1epv2JNJbvUpGF0gJsGhva72EYAT4uhnRyYxDgkb7XWcCeh1d1z4IR5z8R0kb4RrXkf0xKe0VKbYWtyof48ye3xz"
+     "WNf2VBM1cYk8RYKDc7YfI2YfCBweLdNIqtdOABg_kM5h4OiC7WYSlxXJd3RdmutJ27ut2oLiuz3QI3G0W_"
+     "a15i9D3gERdd5o5kSgnQcYS8Fb4pkkNkH9Xto2pUw5LuEXBNwA-VSOvpm9rn95Zw5GNivBMJB_7CgTDGztDBpJ9p_"
+     "VhQ"},
+    {"RS512", "RS512", kPem_rsa,
+     "eyJhbGciOiJSUzUxMiIsInR5cCI6IkpXVCJ9.eyJrZXkiOiJ1c2VyLWtleSIsImV4cCI6NDEwMjQ0NDgwMH0."
+     "GQ0tvwya2nOIK5MOzHKFNqG9UakVHYx_rm60SqoS1G7V50YxDPAQImzGqDYYfSZ_rO-uxa2vU02-"
+     "arn1h6Lvb144vUpJqjxfOfO5QIGSUkq-IbeIT_i-1IKYUbfFGD4n-jbu7IG7fuqSycpuPC50Y1ef22F1QHLQ-"
+     "80oz79KqeZHGZ5MvaXV-"
+     "IKZ5yyskRVAB903aF1pTV69A5NWyk3ippRxChmFEhc0AqNrX5puqbRRguRfVY37wbgy5njxuTFw9mCmO8zBMv4vZhbCH3"
+     "n63tHagvm1QehQvhDvZxlYcTSFp4yBwtBuwnVzSio1OtTLe5toMLiPg-PzCgicQWijKw"},
+    {"PS256", "PS256", kPem_rsa,
+     "eyJhbGciOiJQUzI1NiIsInR5cCI6IkpXVCJ9.eyJrZXkiOiJ1c2VyLWtleSIsImV4cCI6NDEwMjQ0NDgwMH0.Q9bX-"
+     "Z0AdeugaYcNYMK1NKeUjEKzuuJ8qA5xnoJdw-MG7QUKAm3m8FMaLkb6jPlhFdPDGCLvxBuEHIekM1aLaCWAAIX-"
+     "IO95lbX-q3MkecfW0ugAN0me4Ja3fNB85ufxW48Qxe-"
+     "8DByV13C7owwTwvo6g9QYOS03L5lEVe70i4sq2MMfss2CdMHUoiz-PZP32qaTCipC_"
+     "Mo0oGIwlOYf3UXGb4clzQrzY4oPbfY8f9HUt6MFbpm7x2zVV02zFD06fUUcxnOrOffPb-"
+     "nq5QO8fT5GtBGeNMYHuUXRjFvjTvFXhceexrHOb3eUfvv0PrIkVXBUrB_cBlgiM82KxhYGyQ"},
+    {"PS384", "PS384", kPem_rsa,
+     "eyJhbGciOiJQUzM4NCIsInR5cCI6IkpXVCJ9.eyJrZXkiOiJ1c2VyLWtleSIsImV4cCI6NDEwMjQ0NDgwMH0."
+     "Rsd0zYSHlXGi8g7YAnn41TI8nW8xzz3LWYQiAc7owvrg5bZ0UdeFVQWkrYUbIJ_"
+     "OdZZR07LuLEabxXJsJeD9dNIREVTQx_H3FTX8VbGFezNL_"
+     "y0xgNyvVpn4UNJo5YZ4NKe4TYPQdx43qbpreSY35WCWRLSddJaS2eCRasl2-Wck44HVjy2nxQXcmzXf8iSsdA5PTGv_"
+     "nLSnN5i0g2hwoSJeNbjBW3wY3AKh8FO05fpY5HY10SsBFg0OLJGswUJxtOGNjACkTRrZdOeAFQDBa5clWSYl_"
+     "u6GIpwXMzatMUj8W7LGdwTzygHevuxlm1PDs_qKYObC2hElaHb13lTu8g"},
+    {"PS512", "PS512", kPem_rsa,
+     "eyJhbGciOiJQUzUxMiIsInR5cCI6IkpXVCJ9.eyJrZXkiOiJ1c2VyLWtleSIsImV4cCI6NDEwMjQ0NDgwMH0."
+     "aKNcmcIPP7dDn8l0uojrbEJfBP-MOSljQ4zfJVINLJn8-AF-"
+     "1Q8frdQhug3JyY5HgUmqlVF6V8WE4GibiDdlLFYuTnu0HrVXfAhhwHDUqhsOuauy-"
+     "wRx5bqtT3gi6uWknFoTL4xdAeXbOPzRzH8SGjiwefbvUdkqc5ImRH5RTPHdOZnNrj0bMCiiD0EPOqSSJzxH6TO9XSPwHg"
+     "-_1qVVQGjOs1CEO4dd3woMQfvWXk_iQLbaJMhUdMb-NC08e5Kbhn95agCC5YosP8nDkxI5sJ63lQNhYHRSCw0Pkt6_"
+     "4JH90R0rqwyoKd37SDzLHNxVatNipFUY-_w-wkSWykRPFw"},
+    {"ES256", "ES256", kPem_p256,
+     "eyJhbGciOiJFUzI1NiIsInR5cCI6IkpXVCJ9.eyJrZXkiOiJ1c2VyLWtleSIsImV4cCI6NDEwMjQ0NDgwMH0."
+     "WgggVIKG7rRf9877kVp_qkxofY1ffpwx2ZR9Ituqrd93coEapOpdRcNVX41K-Bp2RIT1LbPIm551R5nA1MF50g"},
+    {"ES384", "ES384", kPem_p384,
+     "eyJhbGciOiJFUzM4NCIsInR5cCI6IkpXVCJ9.eyJrZXkiOiJ1c2VyLWtleSIsImV4cCI6NDEwMjQ0NDgwMH0."
+     "s4oxRQKXgdBqGsX-vaew1Ehtig-"
+     "UKHn418kt6N8GtKbKVINPOCoWhVgde9NwSl7WvXkvPJ8IwmjlbeKFLazdXwmExOVpcjuxRdcWaeeQ9zE8Ih22B7p7bWmd"
+     "gyzL7v7b"},
+    {"ES512", "ES512", kPem_p521,
+     "eyJhbGciOiJFUzUxMiIsInR5cCI6IkpXVCJ9.eyJrZXkiOiJ1c2VyLWtleSIsImV4cCI6NDEwMjQ0NDgwMH0."
+     "ABsXNWMUvMM6IwJzYH5U_68lplOngPF9NsaxgYrq4QVCmY1JAn7UAAwvx_wKty9IVZNi7d9ewdO-"
+     "4j1MjIyow3BSAYzLHkCPj8a3_5Mx6fYyyEsWWNViJbS-"
+     "s0D1vdBdvqLaMhTGiO7UHiOYo2ZWyMrzuXbVfgwbBxYAfNOZzfUVnR30"},
+    {"EdDSA", "EdDSA", kPem_ed25519,
+     "eyJhbGciOiJFZERTQSIsInR5cCI6IkpXVCJ9.eyJrZXkiOiJ1c2VyLWtleSIsImV4cCI6NDEwMjQ0NDgwMH0.ECxnC-"
+     "KkQPUM8m2fAfX1IN32eJckxGebpsVP-ZwokFb-c_b3-kyfllE54FW8iPkPBChzmznIT06O8CiVbm_gCg"},
+    {"expired", "HS256", kSecret,
+     "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJrZXkiOiJ1c2VyLWtleSIsImV4cCI6MTY5OTk5OTk5MH0."
+     "HZIRx76IVSEXwNcvoVNp6khTGrtakCm_qY5HneAIBZE"},
+    {"nbf_future", "HS256", kSecret,
+     "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9."
+     "eyJrZXkiOiJ1c2VyLWtleSIsIm5iZiI6MTcwMDAwMDAxMCwiZXhwIjo0MTAyNDQ0ODAwfQ."
+     "Qi7tRtKxrdvDuI47L4FyqPliy7W_vsYKJ-nG36SCWNI"},
+    {"no_exp", "HS256", kSecret,
+     "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJrZXkiOiJ1c2VyLWtleSJ9._"
+     "7aoTZdzQDT0r9swHTcHb3nsujexcGjSTU-LRzTRVyY"},
+    {"exp_string", "HS256", kSecret,
+     "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJrZXkiOiJ1c2VyLWtleSIsImV4cCI6IjQxMDI0NDQ4MDAifQ.f0K_-"
+     "DUul7n23KPwdbTFqo3nXy7oJrGbu7FS-GsSv_o"},
+    {"other_key", "HS256", kSecret,
+     "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJrZXkiOiJub2JvZHkiLCJleHAiOjQxMDI0NDQ4MDB9.IWodNimWZ_"
+     "R2mt5vAZ6mjEC1Xrb_y0zh--PBAbgrOyo"},
+    {"no_key", "HS256", kSecret,
+     "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJleHAiOjQxMDI0NDQ4MDB9."
+     "cOvWSYji9DLCU49NVMruhh8C9icSDxPiND2v8ynVOzI"},
+    {"sub_key", "HS256", kSecret,
+     "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiJ1c2VyLWtleSIsImV4cCI6NDEwMjQ0NDgwMH0."
+     "GUeOmPNFpFilnoWHA9f7kwpRl-IqN0cVPNC3en6HY48"},
+    {"confusion", "RS256", kPem_rsa,
+     "eyJhbGciOiAiSFMyNTYiLCAidHlwIjogIkpXVCJ9.eyJrZXkiOiAicnMta2V5IiwgImV4cCI6IDQxMDI0NDQ4MDB9."
+     "BXXWCAomNLymYdRIwhrs84gQymu2H0QTyqDLqhgHnQc"},
+    {"alg_none", "HS256", kSecret,
+     "eyJhbGciOiJub25lIiwidHlwIjoiSldUIn0.eyJrZXkiOiJ1c2VyLWtleSIsImV4cCI6NDEwMjQ0NDgwMH0."},
 };
 
 }  // namespace sluice::plugins::jwt_auth::vectors
