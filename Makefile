@@ -3,7 +3,7 @@ BUILD ?= build
 JOBS ?= 2
 CONFIG ?= conf/config.yaml
 
-.PHONY: all build run test unit integration setup clean bench bench-tls bench-auth
+.PHONY: all build run test unit integration setup clean bench bench-tls bench-auth bench-traffic
 .PHONY: arm64 test-arm64 setup-arm64 clean-arm64
 
 all: build
@@ -61,6 +61,15 @@ BENCH_AUTH_OUT ?= bench-auth-out
 BENCH_AUTH_ARGS ?=
 bench-auth: build
 	$(BUILD)/sluice bench auth --out $(BENCH_AUTH_OUT) $(BENCH_AUTH_ARGS)
+
+# The traffic plugins (docs/performance.md, "Traffic plugins"): CPU per kept-alive request of
+# Sluice plain, with cors + request-id + limit-req and with proxy-cache memory hits, and nginx
+# doing the same in its own directives, as ratios. About 3 minutes with the defaults;
+# BENCH_TRAFFIC_ARGS="--quick" checks it runs.
+BENCH_TRAFFIC_OUT ?= bench-traffic-out
+BENCH_TRAFFIC_ARGS ?=
+bench-traffic: build
+	$(BUILD)/sluice bench traffic --out $(BENCH_TRAFFIC_OUT) $(BENCH_TRAFFIC_ARGS)
 
 test: unit integration
 

@@ -5,6 +5,8 @@
     sluice bench compare a.json b.json [--out D] put several machines' runs side by side
     sluice bench tls [options]                   TLS termination against nginx (see --help)
     sluice bench auth [options]                  key-auth and jwt-auth's cost, nginx alongside
+    sluice bench traffic [options]               cors + request-id + limit-req and proxy-cache
+                                                 hits, nginx alongside
 """
 
 import os
@@ -12,7 +14,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from benchkit import auth_run, compare_cli, runner, tls_run  # noqa: E402
+from benchkit import auth_run, compare_cli, runner, tls_run, traffic_run  # noqa: E402
 
 
 def main(argv):
@@ -22,6 +24,8 @@ def main(argv):
         return tls_run.main(argv[1:])
     if argv and argv[0] == "auth":
         return auth_run.main(argv[1:])
+    if argv and argv[0] == "traffic":
+        return traffic_run.main(argv[1:])
     return runner.main(argv)
 
 

@@ -24,75 +24,13 @@ results.json (kind "auth", schema 1):
               "wrk": {"allowed": ["0"]}}}
 """
 
-import os
-
-
-def _num(v):
-    if v is None:
-        return "–"
-    if v >= 1000:
-        return "{:,.0f}".format(v)
-    return "%.1f" % v if v >= 10 else "%.2f" % v
-
-
-def _spread(s):
-    return "–" if not s else "%s–%s" % (_num(s[0]), _num(s[1]))
-
-
-def _budget(b):
-    if not b:
-        return ""
-    verdict = {True: "met", False: "**missed**", None: "no figure"}[b["met"]]
-    return "≤ %.2fx: %s" % (b["ratio_max"], verdict)
-
-
-def _ratio(r):
-    if r.get("median") is None:
-        return "–"
-    return "%.3fx (%.3f–%.3f)" % (r["median"], r["spread"][0], r["spread"][1])
-
-
-def tables(results):
-    rows = ["| | measure | CPU µs / request (median, range) | requests/s (median) |",
-            "|---|---|---:|---:|"]
-    for m in results["measures"]:
-        rows.append("| %s | %s | %s (%s) | %s |" % (
-            m["letter"], m["what"], _num(m["median"]), _spread(m["spread"]),
-            _num(m["rps_median"])))
-    rows += ["", "| ratio | what | median (range of the per-run ratios) | budget |",
-             "|---|---|---:|---|"]
-    for r in results["ratios"]:
-        rows.append("| %s | %s | %s | %s |" % (r["name"], r["what"], _ratio(r),
-                                             _budget(r["budget"])))
-    return "\n".join(rows) + "\n"
-
-
-def cpus_text(results):
-    c = results.get("cpus") or {}
-    parts = []
-    for name in ("Sluice", "nginx", "upstream"):
-        if name in c:
-            parts.append("%s allowed %s, seen on %s" % (
-                name, "/".join(c[name]["allowed"]) or "?",
-                ",".join(map(str, c[name]["ran_on"])) or "?"))
-    if c.get("wrk", {}).get("allowed"):
-        parts.append("wrk pinned to %s" % "/".join(c["wrk"]["allowed"]))
-    return "; ".join(parts)
+from . import variant_bench as vb
 
 
 def summary(results):
     k = results["kit"]
     return ("Authentication: %d run(s) of %g s, %d consumers, %s\n" % (
-        k["runs"], k["duration_s"], k["consumers"], k["placement"]) + tables(results))
-
-
-def _failures(results):
-    out = []
-    for m in results["measures"]:
-        for i, r in enumerate(m["runs"]):
-            if r.get("error"):
-                out.append("%s, run %d: %s" % (m["name"], i + 1, r["error"]))
-    return out
+        k["runs"], k["duration_s"], k["consumers"], k["placement"]) + vb.tables(results))
 
 
 def write(results, out_dir):
@@ -109,12 +47,12 @@ def write(results, out_dir):
             k["runs"], k["duration_s"], k["connections"], k["consumers"],
             k.get("consumers_put_s") or 0),
         "- Placement: %s" % k["placement"],
-        "- CPUs: %s" % cpus_text(results),
+        "- CPUs: %s" % vb.cpus_text(results),
         "",
         "CPU is each gateway's own utime + stime (nginx: master + worker) over the run, "
         "divided by the requests wrk completed. A ratio is the median of the per-run ratios.",
         "",
-        tables(results),
+        vb.tables(results),
         "Answers before the load (right / wrong / no credentials):",
         "",
     ]
@@ -123,14 +61,5 @@ def write(results, out_dir):
             lines.append("- %s, %s: %s" % (gw, v, ", ".join(
                 "%s %s" % (what, status) for what, status in c.items())))
     lines.append("")
-    notes = list(k.get("notes") or [])
-    fails = _failures(results)
-    if fails:
-        notes.append("runs left out of the medians: " + "; ".join(fails))
-    if notes:
-        lines += ["Notes:", ""] + ["- " + n for n in notes] + [""]
-    os.makedirs(out_dir, exist_ok=True)
-    path = os.path.join(out_dir, "report.md")
-    with open(path, "w") as f:
-        f.write("\n".join(lines))
-    return path
+    lines += vb.notes_lines(results)
+    return vb.write_report(lines, out_dir)

@@ -21,17 +21,15 @@ report.md into --out.
 
 import argparse
 import datetime
-import json
-import os
 import shlex
 import signal
-import statistics
 import sys
 import tempfile
 import time
 
-from . import auth_report, auth_targets, load, machine, procs, targets
-from .tls_run import commit_of_kit, parse_placement, placement_text
+from . import auth_report, auth_targets, load, machine, targets
+from . import variant_bench as vb
+from .tls_run import commit_of_kit, placement_text
 
 SCHEMA = 1
 
@@ -62,112 +60,14 @@ def parse_args(argv):
         description="Authenticated routes in one run: CPU per kept-alive request of Sluice "
                     "plain, with key-auth and with jwt-auth (HS256), nginx plain and with a "
                     "static key check, as ratios. See docs/performance.md (Authentication).")
-    ap.add_argument("--out", default="bench-auth-out", help="output directory")
-    ap.add_argument("--duration", type=float, default=5, help="seconds per run (default 5)")
-    ap.add_argument("--runs", type=int, default=5, help="runs of each measurement (default 5)")
-    ap.add_argument("--warmup", type=float, default=1,
-                    help="seconds of each measurement before the first run (default 1)")
-    ap.add_argument("--connections", "-c", type=int, default=16,
-                    help="wrk's kept-alive connections (default 16)")
+    vb.add_common_args(ap, "bench-auth-out")
     ap.add_argument("--consumers", type=int, default=1000,
                     help="consumers on Sluice, each with a key-auth key and a jwt-auth key "
                          "(default 1000; the measured one is among them)")
-    ap.add_argument("--quick", action="store_true",
-                    help="a check that everything runs: 1 run of 1 s, no warm-up")
-    ap.add_argument("--placement", default="",
-                    help="CPUs as gateway=LIST,upstream=LIST,load=LIST (e.g. "
-                         "gateway=0,upstream=0,load=1); default: the kit's plan")
-    ap.add_argument("--no-pin", action="store_true", help="do not pin processes to CPUs")
-    ap.add_argument("--sluice", default=os.environ.get("SLUICE_BIN", ""),
-                    help="the sluice binary (default: the one running this kit)")
-    ap.add_argument("--keep", action="store_true", help="keep the work dir (configs, logs)")
     args = ap.parse_args(argv)
-    if args.quick:
-        args.duration, args.runs, args.warmup = 1, 1, 0
-    if args.duration <= 0 or args.runs < 1 or args.connections < 1 or args.consumers < 1:
-        ap.error("--duration, --runs, --connections and --consumers must be positive")
-    args.pinning = None
-    if args.placement:
-        args.pinning = parse_placement(ap, args.placement)
-    elif not args.no_pin:
-        args.pinning = procs.pin_plan(procs.usable_cpus(), 1)
-    if not args.sluice or not os.access(args.sluice, os.X_OK):
-        ap.error("--sluice: no sluice binary given (run the kit as `sluice bench auth`)")
-    return args
-
-
-# --- where the processes ran --------------------------------------------------------------
-
-def _status_field(pid, name):
-    try:
-        with open("/proc/%d/status" % pid) as f:
-            for line in f:
-                if line.startswith(name + ":"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return None
-
-
-def last_cpus(pids):
-    """The CPUs the threads of these processes (and children) last ran on (proc(5) field
-    39 of each task's stat)."""
-    seen = set()
-    for root in pids:
-        for p in procs.tree(root):
-            try:
-                tasks = os.listdir("/proc/%d/task" % p)
-            except OSError:
-                continue
-            for tid in tasks:
-                try:
-                    with open("/proc/%d/task/%s/stat" % (p, tid)) as f:
-                        seen.add(int(f.read().rsplit(")", 1)[1].split()[36]))
-                except (OSError, IndexError, ValueError):
-                    pass
-    return seen
-
-
-def allowed_cpus(pids):
-    return sorted({_status_field(p, "Cpus_allowed_list") for root in pids
-                   for p in procs.tree(root)} - {None})
-
-
-# --- one measurement ----------------------------------------------------------------------
-
-def wrk_script(workdir, name, headers):
-    """report.lua's done() hook with the measurement's request headers set."""
-    path = os.path.join(workdir, "%s.lua" % name)
-    with open(path, "w") as f:
-        for k, v in headers.items():
-            f.write("wrk.headers[%s] = %s\n" % (json.dumps(k), json.dumps(v)))
-        f.write(load.WRK_SCRIPT)
-    return path
-
-
-def measure_once(name, gw, upstream, gen, script, args, seen_cpus):
-    _, _, variant, _ = MEASURES[name]
-    url = gw.use_variant(variant)
-    gen.wrk_script = script
-    c0, u0 = procs.cpu_seconds(gw.pids), procs.cpu_seconds(upstream.pids)
-    try:
-        r = gen.closed(url, args.connections, args.duration)
-    except load.LoadError as e:
-        return {"error": str(e), "value": None}
-    cpu = procs.cpu_seconds(gw.pids) - c0
-    up_cpu = procs.cpu_seconds(upstream.pids) - u0
-    seen_cpus.setdefault(gw.name, set()).update(last_cpus(gw.pids))
-    seen_cpus.setdefault("upstream", set()).update(last_cpus(upstream.pids))
-    n = r["requests"]
-    bad = r["errors"] + r["non2xx"]
-    out = {"url": url, "requests": n, "rps": r["rps"], "errors": r["errors"],
-           "non2xx": r["non2xx"], "cpu_s": cpu, "upstream_cpu_s": up_cpu,
-           "latency_ms": r["latency_ms"], "command": r["raw"]["command"],
-           "error": ("no request completed" if n == 0 else
-                     "%d errors or non-2xx answers" % bad if bad > 0.01 * n else None)}
-    out["cpu_us_per_req"] = cpu * 1e6 / n if n else None
-    out["value"] = out["cpu_us_per_req"] if out["error"] is None else None
-    return out
+    if args.consumers < 1:
+        ap.error("--consumers must be positive")
+    return vb.finish_args(ap, args, "sluice bench auth")
 
 
 def check_answers(gw, token):
@@ -186,40 +86,6 @@ def check_answers(gw, token):
             out[v]["wrong"] = auth_targets.status_of(url, wrong[v])
             out[v]["missing"] = auth_targets.status_of(url)
     return out
-
-
-def _stats(values):
-    values = [v for v in values if v is not None]
-    if not values:
-        return None, None
-    return statistics.median(values), [min(values), max(values)]
-
-
-def summarise(runs):
-    measures = []
-    for name, (letter, gw, variant, what) in MEASURES.items():
-        med, spread = _stats([r["value"] for r in runs[name]])
-        rps, _ = _stats([r.get("rps") for r in runs[name] if r.get("value") is not None])
-        measures.append({"name": name, "letter": letter, "gateway": gw, "variant": variant,
-                         "what": what, "unit": "CPU µs / request", "runs": runs[name],
-                         "median": med, "spread": spread, "rps_median": rps})
-    ratios = []
-    for rname, (num, den, budget, what) in RATIOS.items():
-        per_run = [a["value"] / b["value"] if a["value"] and b["value"] else None
-                   for a, b in zip(runs[num], runs[den])]
-        med, spread = _stats(per_run)
-        block = {"name": rname, "numerator": num, "denominator": den, "what": what,
-                 "per_run": per_run, "median": med, "spread": spread, "budget": None}
-        if budget is not None:
-            block["budget"] = {"ratio_max": budget,
-                               "met": None if med is None else med <= budget}
-        ratios.append(block)
-    return measures, ratios
-
-
-def _progress(what, count, t0):
-    head = "[%d/%d] " % count if count else ""
-    print("%s%s (%.0f s)" % (head, what, time.monotonic() - t0), file=sys.stderr, flush=True)
 
 
 def run(args, argv):
@@ -249,7 +115,8 @@ def run(args, argv):
         nginx = auth_targets.AuthNginx(upstream, workdir, pin and pin["gateway"])
         started.append(nginx)
         t0 = time.monotonic()
-        _progress("Sluice: putting %d consumers" % args.consumers, None, t0)
+        vb.progress("sluice bench auth", "Sluice: putting %d consumers" % args.consumers,
+                    None, t0)
         sluice = auth_targets.AuthSluice(args.sluice, upstream, workdir,
                                          pin and pin["gateway"], args.consumers, token)
         started.append(sluice)
@@ -258,38 +125,16 @@ def run(args, argv):
         gws = {"Sluice": sluice, "nginx": nginx}
         results["checks"] = {name: check_answers(gw, token) for name, gw in gws.items()}
         gen = load.Generator(args.sluice, "wrk", workdir, 1, pin and pin["load"])
-        scripts = {name: wrk_script(workdir, name, auth_targets.variant_headers(v, token))
+        scripts = {name: vb.wrk_script(workdir, name, auth_targets.variant_headers(v, token))
                    for name, (_, _, v, _) in MEASURES.items()}
         headers = {name: auth_targets.variant_headers(v, "<token>")
                    for name, (_, _, v, _) in MEASURES.items()}
         results["kit"]["request_headers"] = headers
         results["kit"]["jwt"] = {"alg": "HS256", "claims": ["key", "exp"], "token": token}
-        seen = {}
-        order = list(MEASURES)
-        if args.warmup > 0:
-            warm = argparse.Namespace(**dict(vars(args), duration=args.warmup))
-            for name in order:
-                _progress("warm-up: %s" % name, None, t0)
-                measure_once(name, gws[MEASURES[name][1]], upstream, gen, scripts[name],
-                             warm, {})
-        runs = {name: [] for name in order}
-        total, done = len(order) * args.runs, 0
-        for i in range(args.runs):
-            for name in (order if i % 2 == 0 else order[::-1]):
-                done += 1
-                _progress("run %d/%d: %s" % (i + 1, args.runs, name), (done, total), t0)
-                runs[name].append(measure_once(name, gws[MEASURES[name][1]], upstream, gen,
-                                               scripts[name], args, seen))
-        results["measures"], results["ratios"] = summarise(runs)
-        results["cpus"] = {
-            "Sluice": {"allowed": allowed_cpus(sluice.pids), "ran_on": sorted(seen.get(
-                "Sluice", ()))},
-            "nginx": {"allowed": allowed_cpus(nginx.pids), "ran_on": sorted(seen.get(
-                "nginx", ()))},
-            "upstream": {"allowed": allowed_cpus(upstream.pids), "ran_on": sorted(seen.get(
-                "upstream", ()))},
-            "wrk": {"allowed": [",".join(map(str, sorted(gen.cpus)))] if gen.cpus else []},
-        }
+        runs, seen = vb.measure_all("sluice bench auth", MEASURES, gws, upstream, gen,
+                                    scripts, args, t0)
+        results["measures"], results["ratios"] = vb.summarise(MEASURES, RATIOS, runs)
+        results["cpus"] = vb.cpus_block(gws, upstream, gen, seen)
         print("sluice bench auth: done in %.0f s" % (time.monotonic() - t0), file=sys.stderr)
     finally:
         for t in reversed(started):
@@ -310,12 +155,7 @@ def main(argv):
     except (RuntimeError, ValueError, load.LoadError) as e:
         print("sluice bench auth: %s" % e, file=sys.stderr)
         return 1
-    os.makedirs(args.out, exist_ok=True)
-    path = os.path.join(args.out, "results.json")
-    with open(path + ".tmp", "w") as f:
-        json.dump(results, f, indent=1)
-        f.write("\n")
-    os.replace(path + ".tmp", path)
+    path = vb.write_results(results, args.out)
     md = auth_report.write(results, args.out)
     sys.stdout.write(auth_report.summary(results))
     print("sluice bench auth: wrote %s, %s" % (path, md))
