@@ -11,7 +11,7 @@
 #include "config/gateway_config.h"
 
 namespace sluice::config {
-namespace {
+namespace data_encryption_test {
 
 // APISIX's default keyring (conf/config-default.yaml), in its order.
 const Keyring kDefault({"qeddd145sfvddff3", "edd1c9f0985e76a2"});
@@ -230,5 +230,5 @@ TEST(DataEncryptionConfig, UnknownKeysAreWarnings) {
             "config.yaml: apisix.data_encryption.enable is not supported yet and is ignored");
 }
 
-}  // namespace
+}  // namespace data_encryption_test
 }  // namespace sluice::config

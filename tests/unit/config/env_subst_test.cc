@@ -6,7 +6,7 @@
 #include <cstdlib>
 
 namespace sluice::config {
-namespace {
+namespace env_subst_test {
 
 using Json = nlohmann::json;
 
@@ -80,5 +80,5 @@ TEST_F(EnvSubst, DocumentErrorNamesTheVariable) {
   EXPECT_EQ(s.message(), "can't find environment variable SLUICE_T_UNSET");
 }
 
-}  // namespace
+}  // namespace env_subst_test
 }  // namespace sluice::config

@@ -14,7 +14,7 @@
 #include "config/gateway_config.h"
 
 namespace sluice::config {
-namespace {
+namespace etcd_values_test {
 
 using ::testing::ElementsAre;
 
@@ -336,5 +336,5 @@ TEST(GatewayEtcd, OtherErrors) {
   }
 }
 
-}  // namespace
+}  // namespace etcd_values_test
 }  // namespace sluice::config

@@ -9,7 +9,7 @@
 #include <sstream>
 
 namespace sluice::config {
-namespace {
+namespace gateway_config_test {
 
 using ::testing::ElementsAre;
 using ::testing::StartsWith;
@@ -544,11 +544,11 @@ TEST(GatewayConfig, AdminSectionErrors) {
   }
 }
 
-}  // namespace
+}  // namespace gateway_config_test
 }  // namespace sluice::config
 
 namespace sluice::config {
-namespace {
+namespace gateway_config_test {
 
 TEST(GatewayConfig, IoUringKey) {
   EXPECT_TRUE(parse_ok("").io_uring);
@@ -596,11 +596,11 @@ nginx_config:
             "got \"maybe\"");
 }
 
-}  // namespace
+}  // namespace gateway_config_test
 }  // namespace sluice::config
 
 namespace sluice::config {
-namespace {
+namespace gateway_config_test {
 
 TEST(GatewayConfig, UnderscoresInHeaders) {
   EXPECT_FALSE(parse_ok("").underscores_in_headers);  // nginx's default, not APISIX's "on"
@@ -616,5 +616,5 @@ TEST(GatewayConfig, UnderscoresInHeaders) {
             "false, got 1");
 }
 
-}  // namespace
+}  // namespace gateway_config_test
 }  // namespace sluice::config

@@ -18,7 +18,7 @@
 #include "unit/router/fake_request.h"
 
 namespace sluice::config {
-namespace {
+namespace plugin_chains_test {
 
 using ::testing::ElementsAre;
 using ChainPtr = std::shared_ptr<const plugin::Chain>;
@@ -405,11 +405,11 @@ routes:
               ::testing::Contains("route/1: plugin limit-count is not enabled; it is skipped"));
 }
 
-}  // namespace
+}  // namespace plugin_chains_test
 }  // namespace sluice::config
 
 namespace sluice::config {
-namespace {
+namespace plugin_chains_test {
 
 const plugin::Chain* chain_of(const BuildResult& b, std::string_view id) {
   const snapshot::Route* r = route_by_id(*b.snapshot, id);
@@ -453,5 +453,5 @@ routes:
   EXPECT_NE(chain_of(*changed, "b"), chain_of(*fresh, "b"));
 }
 
-}  // namespace
+}  // namespace plugin_chains_test
 }  // namespace sluice::config

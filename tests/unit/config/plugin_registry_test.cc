@@ -7,7 +7,7 @@
 #include <vector>
 
 namespace sluice::config {
-namespace {
+namespace plugin_registry_test {
 
 using common::Status;
 
@@ -414,5 +414,5 @@ TEST(CheckPluginMetadata, NeedsAKnownPluginAndAnObject) {
             "invalid configuration: wrong type: expected object, got table");
 }
 
-}  // namespace
+}  // namespace plugin_registry_test
 }  // namespace sluice::config

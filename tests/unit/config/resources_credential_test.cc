@@ -8,7 +8,7 @@
 #include "config/secret_fields.h"
 
 namespace sluice::config {
-namespace {
+namespace resources_credential_test {
 
 using common::Status;
 
@@ -168,5 +168,5 @@ TEST_F(PluginSecrets, RevealsWithEveryKeyAndKeepsWhatNoKeyOpens) {
   }
 }
 
-}  // namespace
+}  // namespace resources_credential_test
 }  // namespace sluice::config

@@ -11,7 +11,7 @@
 #include "config/validate.h"
 
 namespace sluice::config {
-namespace {
+namespace resources_kinds_test {
 
 struct Case {
   const char* id;  // the URL id validate_resource gets
@@ -319,5 +319,5 @@ TEST(DecodeStreamRoute, Cases) {
   EXPECT_EQ(r->protocol["name"], "redis");
 }
 
-}  // namespace
+}  // namespace resources_kinds_test
 }  // namespace sluice::config

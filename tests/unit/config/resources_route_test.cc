@@ -4,7 +4,7 @@
 #include "config/resources.h"
 
 namespace sluice::config {
-namespace {
+namespace resources_route_test {
 
 using ::testing::StartsWith;
 
@@ -251,5 +251,5 @@ TEST(DecodeRoute, KeepsPluginsVarsAndTimeout) {
   EXPECT_EQ(r->upstream->nodes.at(0).weight, 2);
 }
 
-}  // namespace
+}  // namespace resources_route_test
 }  // namespace sluice::config

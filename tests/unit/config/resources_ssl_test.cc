@@ -12,7 +12,7 @@
 #include "config/resources.h"
 
 namespace sluice::config {
-namespace {
+namespace resources_ssl_test {
 
 // testdata/*.pem: made by the openssl CLI (see testdata/README.md).
 std::string fixture(const char* name) {
@@ -275,5 +275,5 @@ TEST(DecodeSsl, ReadsFields) {
   EXPECT_TRUE(c->snis.empty());
 }
 
-}  // namespace
+}  // namespace resources_ssl_test
 }  // namespace sluice::config

@@ -4,7 +4,7 @@
 #include <gtest/gtest.h>
 
 namespace sluice::config {
-namespace {
+namespace resources_test {
 
 using ::testing::StartsWith;
 
@@ -76,5 +76,5 @@ TEST(DecodeService, ReadsFields) {
   EXPECT_FALSE(s->upstream.has_value());
 }
 
-}  // namespace
+}  // namespace resources_test
 }  // namespace sluice::config

@@ -5,7 +5,7 @@
 #include "config/upstream_nodes.h"
 
 namespace sluice::config {
-namespace {
+namespace resources_upstream_test {
 
 using ::testing::StartsWith;
 
@@ -256,5 +256,5 @@ TEST(DecodeUpstream, NodePriorityIsKept) {
   EXPECT_EQ(u->nodes[1].priority, 0);
 }
 
-}  // namespace
+}  // namespace resources_upstream_test
 }  // namespace sluice::config

@@ -10,7 +10,7 @@
 #include "config/validate.h"
 
 namespace sluice::config {
-namespace {
+namespace secret_fields_test {
 
 std::string fixture(const char* name) {
   auto path = std::filesystem::path(__FILE__).parent_path() / "testdata" / name;
@@ -209,5 +209,5 @@ TEST_F(SecretFields, DecodeSslWithoutKeyringParsesTheCiphertext) {
       << decode_ssl(obj).status().message();
 }
 
-}  // namespace
+}  // namespace secret_fields_test
 }  // namespace sluice::config

@@ -7,7 +7,7 @@
 #include "http/message.h"
 
 namespace sluice::config {
-namespace {
+namespace snapshot_builder_test {
 
 BuildResult build_ok(const std::string& yaml) {
   auto set = parse_standalone(yaml + "\n#END\n");
@@ -233,11 +233,11 @@ upstreams:
   EXPECT_EQ(ups[3]->type, upstream::BalancerType::kEwma);
 }
 
-}  // namespace
+}  // namespace snapshot_builder_test
 }  // namespace sluice::config
 
 namespace sluice::config {
-namespace {
+namespace snapshot_builder_test {
 
 // Builds `yaml` with `health` keeping the upstreams' health across builds.
 snapshot::SnapshotPtr build_with(const std::string& yaml, health::Registry& health) {
@@ -314,5 +314,5 @@ TEST(SnapshotBuilderHealth, AnUnrelatedChangeKeepsHealthAChecksChangeResetsIt) {
   EXPECT_TRUE(match(*third, "/a")->upstream->health->healthy(0));
 }
 
-}  // namespace
+}  // namespace snapshot_builder_test
 }  // namespace sluice::config

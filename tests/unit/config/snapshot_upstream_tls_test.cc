@@ -14,7 +14,7 @@
 #include "config/snapshot_builder.h"
 
 namespace sluice::config {
-namespace {
+namespace snapshot_upstream_tls_test {
 
 std::string tls_fixture(const char* name) {
   auto path = std::filesystem::path(__FILE__).parent_path() / "testdata" / name;
@@ -166,5 +166,5 @@ TEST(SnapshotUpstreamTls, ProbesOfARewriteUpstreamSendItsHost) {
   }
 }
 
-}  // namespace
+}  // namespace snapshot_upstream_tls_test
 }  // namespace sluice::config

@@ -10,7 +10,7 @@
 #include <variant>
 
 namespace sluice::config {
-namespace {
+namespace standalone_test {
 
 using ::testing::HasSubstr;
 using ::testing::StartsWith;
@@ -336,11 +336,11 @@ TEST(Standalone, ShippedApisixYamlParses) {
   EXPECT_TRUE(r->warnings.empty());
 }
 
-}  // namespace
+}  // namespace standalone_test
 }  // namespace sluice::config
 
 namespace sluice::config {
-namespace {
+namespace standalone_test {
 
 // APISIX 3.7+'s apisix.yaml lists a consumer's credentials among the consumers, each with the
 // id `<username>/credentials/<id>` (its etcd key's tail).
@@ -389,5 +389,5 @@ consumers:
   }
 }
 
-}  // namespace
+}  // namespace standalone_test
 }  // namespace sluice::config

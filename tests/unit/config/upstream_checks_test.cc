@@ -6,7 +6,7 @@
 #include "config/resources.h"
 
 namespace sluice::config {
-namespace {
+namespace upstream_checks_test {
 
 using health::ProbeType;
 
@@ -147,5 +147,5 @@ TEST(DecodeChecks, UpstreamKeepsTheJsonAsSentAndTheTypedForm) {
       R"(invalid configuration: property "checks" validation failed: object matches none of the required: ["active"] or ["active","passive"])");
 }
 
-}  // namespace
+}  // namespace upstream_checks_test
 }  // namespace sluice::config

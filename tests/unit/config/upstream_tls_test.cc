@@ -13,7 +13,7 @@
 #include "config/secret_fields.h"
 
 namespace sluice::config {
-namespace {
+namespace upstream_tls_test {
 
 using ::testing::StartsWith;
 
@@ -194,5 +194,5 @@ TEST(UpstreamTls, ASealedClientKeyIsReadBack) {
   EXPECT_THAT(u.status().message(), StartsWith("failed to decrypt previous encrypted key: "));
 }
 
-}  // namespace
+}  // namespace upstream_tls_test
 }  // namespace sluice::config

@@ -3,7 +3,7 @@
 #include <gtest/gtest.h>
 
 namespace sluice::config {
-namespace {
+namespace validate_test {
 
 struct Case {
   const char* kind;
@@ -78,5 +78,5 @@ TEST(ValidateResource, TwoArgumentFormTakesTheIdFromTheBody) {
   EXPECT_EQ(validate_resource("plugin_metadata", Json::object()).message(), "missing plugin name");
 }
 
-}  // namespace
+}  // namespace validate_test
 }  // namespace sluice::config

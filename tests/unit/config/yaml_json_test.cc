@@ -4,7 +4,7 @@
 #include <gtest/gtest.h>
 
 namespace sluice::config {
-namespace {
+namespace yaml_json_test {
 
 // The JSON type, with signed and unsigned integers alike.
 std::string kind(const Json& j) { return j.is_number_integer() ? "integer" : j.type_name(); }
@@ -118,5 +118,5 @@ TEST(YamlJson, RefusesDeepNesting) {
   EXPECT_THAT(r.status().message(), ::testing::HasSubstr("nesting deeper than 128"));
 }
 
-}  // namespace
+}  // namespace yaml_json_test
 }  // namespace sluice::config
