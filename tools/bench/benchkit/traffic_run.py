@@ -11,6 +11,9 @@ kept-alive load (`-t1 -cN`), six measurements (traffic_targets.py says how each 
   e  nginx-traffic     nginx with CORS headers, $request_id and limit_req
   f  nginx-cache-hit   nginx with proxy_cache; every request a HIT
 
+`--each` adds Sluice with each traffic plugin alone (traffic_targets.EACH_PLUGINS: set up so
+that it does its work and lets the request through), each with its ratio to a.
+
 Each figure is CPU µs per request of the gateway's own process (variant_bench.py). Ratios:
 b/a (the issue's budget: at most 1.10), c/a (at most 0.50), b/e, c/f and a/d. Before the
 load each variant is asked once and its answer kept in results.json (the CORS and request-id
@@ -53,6 +56,18 @@ RATIOS = {
 }
 
 
+def measures_for(each):
+    """MEASURES, and with `each` one more per plugin of traffic_targets.EACH_PLUGINS."""
+    m, r = dict(MEASURES), dict(RATIOS)
+    if each:
+        for i, plugin in enumerate(traffic_targets.EACH_PLUGINS):
+            name = "sluice-" + plugin
+            m[name] = ("g%d" % (i + 1), "Sluice", "each-" + plugin,
+                       "Sluice, %s alone" % plugin)
+            r["g%d/a" % (i + 1)] = (name, "sluice-plain", None, "%s's cost in Sluice" % plugin)
+    return m, r
+
+
 def parse_args(argv):
     ap = argparse.ArgumentParser(
         prog=PROG,
@@ -61,19 +76,24 @@ def parse_args(argv):
                     "nginx doing the same, as ratios. See docs/performance.md (Traffic "
                     "plugins).")
     vb.add_common_args(ap, "bench-traffic-out")
+    ap.add_argument("--each", action="store_true",
+                    help="also measure Sluice with each traffic plugin alone (13 more "
+                         "measurements, each with its ratio to the plain route)")
     return vb.finish_args(ap, ap.parse_args(argv), PROG)
 
 
-def check_answers(gws):
+def check_answers(gws, each):
     """What each gateway's variant answers before the load: status and the headers that show
     the variant took effect."""
     out = {}
     for name, gw in gws.items():
         out[name] = {}
         for v in traffic_targets.VARIANT_PLUGINS:
+            if v.startswith("each-") and (name != "Sluice" or not each):
+                continue
             url = gw.use_variant(v)
             status, h = traffic_targets.head_of(url, traffic_targets.VARIANT_HEADERS[v])
-            keep = ("access-control-allow-origin", "x-request-id",
+            keep = ("access-control-allow-origin", "x-request-id", "content-encoding",
                     traffic_targets.CACHE_HEADER[name].lower())
             out[name][v] = {"status": status, **{k: h[k] for k in keep if k in h}}
     return out
@@ -112,12 +132,13 @@ def run(args, argv):
         t0 = time.monotonic()
         results["kit"].update(sluice_version=sluice.version, nginx_version=nginx.version)
         gws = {"Sluice": sluice, "nginx": nginx}
-        results["checks"] = check_answers(gws)
+        results["checks"] = check_answers(gws, args.each)
         gen = load.Generator(args.sluice, "wrk", workdir, 1, pin and pin["load"])
+        measures, ratios = measures_for(args.each)
         scripts = {name: vb.wrk_script(workdir, name, traffic_targets.VARIANT_HEADERS[v])
-                   for name, (_, _, v, _) in MEASURES.items()}
-        runs, seen = vb.measure_all(PROG, MEASURES, gws, upstream, gen, scripts, args, t0)
-        results["measures"], results["ratios"] = vb.summarise(MEASURES, RATIOS, runs)
+                   for name, (_, _, v, _) in measures.items()}
+        runs, seen = vb.measure_all(PROG, measures, gws, upstream, gen, scripts, args, t0)
+        results["measures"], results["ratios"] = vb.summarise(measures, ratios, runs)
         results["cpus"] = vb.cpus_block(gws, upstream, gen, seen)
         print("%s: done in %.0f s" % (PROG, time.monotonic() - t0), file=sys.stderr)
     finally:
@@ -146,7 +167,7 @@ def write_report(results, out_dir):
         "- Started %s, commit %s; %s, %s" % (k["started"], k["commit"] or "unknown",
                                            k["sluice_version"], k["nginx_version"]),
         "- Command: `%s`" % k["command"],
-        "- %d run(s) of %g s per measurement, all six in every run (order reversing); "
+        "- %d run(s) of %g s per measurement, all of them in every run (order reversing); "
         "wrk `-t1 -c%d`" % (k["runs"], k["duration_s"], k["connections"]),
         "- Placement: %s" % k["placement"],
         "- CPUs: %s" % vb.cpus_text(results),

@@ -12,6 +12,7 @@ headers APISIX's cors sends by default, `$request_id` to the upstream and the cl
 cache variant is compared with.
 """
 
+import json
 import os
 import time
 import urllib.error
@@ -26,7 +27,7 @@ ORIGIN = "http://bench.example"
 # connection pool), so that the figure is the plugin's bookkeeping, not rejections.
 LIMIT_REQ = {"rate": 1000000, "burst": 100000, "key": "remote_addr", "nodelay": True}
 
-# variant: the route's plugins on Sluice
+# variant: the route's plugins on Sluice ({up} in a value: the kit's upstream, host:port)
 VARIANT_PLUGINS = {
     "plain": {},
     "traffic": {"cors": {}, "request-id": {}, "limit-req": LIMIT_REQ},
@@ -34,12 +35,48 @@ VARIANT_PLUGINS = {
                                   "cache_ttl": 3600}},
 }
 
-# variant: the headers every request of it carries
-VARIANT_HEADERS = {
-    "plain": {},
-    "traffic": {"Origin": ORIGIN},
-    "cache-hit": {},
+# `--each`: one plugin at a time, set up so that it does its work and lets the request
+# through (limits never reached, a fault that matches nothing, a breaker that never trips).
+EACH_PLUGINS = {
+    "cors": {"cors": {}},
+    "request-id": {"request-id": {}},
+    "limit-req": {"limit-req": LIMIT_REQ},
+    "limit-conn": {"limit-conn": {"conn": 100000, "burst": 0, "default_conn_delay": 0.1,
+                                  "key": "remote_addr"}},
+    "limit-count": {"limit-count": {"count": 1000000000, "time_window": 60}},
+    "real-ip": {"real-ip": {"source": "http_x_forwarded_for",
+                            "trusted_addresses": ["127.0.0.0/8"]}},
+    "fault-injection": {"fault-injection": {"abort": {
+        "http_status": 403, "vars": [[["arg_fault", "==", "yes"]]]}}},
+    "api-breaker": {"api-breaker": {"break_response_code": 502,
+                                    "unhealthy": {"http_statuses": [500], "failures": 3}}},
+    "request-validation": {"request-validation": {"header_schema": {
+        "type": "object", "required": ["x-bench"],
+        "properties": {"x-bench": {"type": "string", "minLength": 1}}}}},
+    "traffic-split": {"traffic-split": {"rules": [{"weighted_upstreams": [
+        {"upstream": {"type": "roundrobin", "nodes": {"{up}": 1}}, "weight": 1}]}]}},
+    "proxy-mirror": {"proxy-mirror": {"host": "http://{up}"}},
+    "gzip": {"gzip": {"types": "*", "min_length": 1}},
+    "brotli": {"brotli": {"types": "*", "min_length": 1}},
 }
+VARIANT_PLUGINS.update({"each-" + k: v for k, v in EACH_PLUGINS.items()})
+
+# variant: the headers every request of it carries
+VARIANT_HEADERS = {v: {} for v in VARIANT_PLUGINS}
+VARIANT_HEADERS.update({
+    "traffic": {"Origin": ORIGIN},
+    "each-cors": {"Origin": ORIGIN},
+    "each-real-ip": {"X-Forwarded-For": "192.0.2.7"},
+    "each-request-validation": {"X-Bench": "1"},
+    "each-gzip": {"Accept-Encoding": "gzip"},
+    "each-brotli": {"Accept-Encoding": "br"},
+})
+
+
+def plugins_of(variant, up):
+    """The variant's plugins with `{up}` replaced by the upstream's host:port."""
+    return json.loads(json.dumps(VARIANT_PLUGINS[variant]).replace("{up}", up))
+
 
 CACHE_HEADER = {"Sluice": "Apisix-Cache-Status", "nginx": "X-Cache-Status"}
 
@@ -63,10 +100,16 @@ def serves(gw_name, variant, url):
     status, h = head_of(url, VARIANT_HEADERS[variant])
     if status != 200:
         return False
-    if variant == "traffic":
-        return h.get("access-control-allow-origin") == "*" and bool(h.get("x-request-id"))
+    if variant in ("traffic", "each-cors") and h.get("access-control-allow-origin") != "*":
+        return False
+    if variant in ("traffic", "each-request-id") and not h.get("x-request-id"):
+        return False
     if variant == "cache-hit":
         return h.get(CACHE_HEADER[gw_name].lower()) == "HIT"
+    if variant == "each-gzip":
+        return h.get("content-encoding") == "gzip"
+    if variant == "each-brotli":
+        return h.get("content-encoding") == "br"
     return True
 
 
@@ -91,7 +134,7 @@ class TrafficSluice(targets.Sluice):
         """Route 1 with `variant`'s plugins, served as such; returns the URL to load."""
         if variant != self.variant:
             body = targets.route_body("127.0.0.1", self.upstream.port, 1)
-            body["plugins"] = VARIANT_PLUGINS[variant]
+            body["plugins"] = plugins_of(variant, "127.0.0.1:%d" % self.upstream.port)
             status, text = targets.admin_put(self.admin_url, targets.ADMIN_KEY,
                                              "/apisix/admin/routes/1", body)
             if status not in (200, 201):
