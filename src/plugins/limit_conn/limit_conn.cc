@@ -85,9 +85,9 @@ void on_reply(void* local_ptr, uint64_t token, const redis::Reply* reply, std::s
   int64_t allowed = 0, n = 0;
   Action a = Action::kContinue;
   uint64_t held_a = 0, held_b = 0;
-  ctx->take_words(&held_a, &held_b);  // the Held the access hook parked
+  bool parked = ctx->take_words(&held_a, &held_b);  // the Held the access hook parked
   std::unique_ptr<Held> held(reinterpret_cast<Held*>(held_a));
-  if (reply != nullptr && reply->type == redis::Reply::Type::kArray &&
+  if (parked && reply != nullptr && reply->type == redis::Reply::Type::kArray &&
       reply->elements.size() == 2 && limit_count::reply_int(reply->elements[0], &allowed) &&
       limit_count::reply_int(reply->elements[1], &n)) {
     if (allowed == 0) {

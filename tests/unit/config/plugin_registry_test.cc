@@ -74,7 +74,7 @@ TEST(PluginRegistry, EnablesEveryBuiltInPluginByDefault) {
             (std::vector<std::string>{
                 "ip-restriction", "ua-restriction", "referer-restriction", "multi-auth",
                 "hmac-auth", "basic-auth", "jwt-auth", "key-auth", "consumer-restriction",
-                "proxy-rewrite", "limit-count", "redirect", "response-rewrite", "prometheus"}));
+                "proxy-rewrite", "limit-conn", "limit-count", "limit-req", "redirect", "response-rewrite", "prometheus"}));
   const PluginInfo* lc = find_plugin("limit-count");
   ASSERT_NE(lc, nullptr);
   EXPECT_EQ(lc->priority, 1002);
@@ -108,7 +108,7 @@ TEST(PluginRegistry, SetEnabledPluginsNarrowsTheSet) {
             (std::vector<std::string>{
                 "ip-restriction", "ua-restriction", "referer-restriction", "multi-auth",
                 "hmac-auth", "basic-auth", "jwt-auth", "key-auth", "consumer-restriction",
-                "proxy-rewrite", "limit-count", "redirect", "response-rewrite", "prometheus"}));
+                "proxy-rewrite", "limit-conn", "limit-count", "limit-req", "redirect", "response-rewrite", "prometheus"}));
   EXPECT_TRUE(check_plugins(limit));
   {
     // An empty list enables nothing; the order of the list does not matter.
