@@ -296,7 +296,72 @@ def test_schema_errors_at_the_admin_api(make_gateway, upstream):
                                    "err: property \"default_conn_delay\" is required"), r
 
 
+def test_on_a_global_rule(make_gateway, make_upstream):
+    up = _slow(make_upstream, 1.5)
+    gw = make_gateway(admin=True, workers=2)
+    r = gw.admin("PUT", "/global_rules/1", {"plugins": {"limit-conn": {
+        "conn": 2, "burst": 0, "default_conn_delay": 0.1, "key": "remote_addr",
+        "rejected_code": 429}}})
+    assert r.status in (200, 201), r
+    r = gw.admin("PUT", "/routes/1", admin_route("/g", up))
+    assert r.status in (200, 201), r
+    with ThreadPoolExecutor(5) as ex:
+        statuses = list(ex.map(lambda _: get(gw.port, "/g", timeout=10).status, range(5)))
+    assert sorted(statuses) == [200, 200, 429, 429, 429], statuses
+
+
 # ----------------------------------------------------------------- redis
+
+def test_doc_share_quota_with_a_redis_server(make_redis, make_gateway, make_upstream):
+    # "Share Quota Among APISIX Nodes with a Redis Server": on each of two gateways; the
+    # Redis address, port, password and database are the page's placeholders made real.
+    redis = make_redis(extra=["--requirepass", "p@ssw0rd"])
+    up = make_upstream("httpbin.org", default=HttpbinEcho())
+    up.route("/get", Delay(1.0, HttpbinEcho()))
+    docs = [Doc(make_gateway(admin=True, admin_keys=OMIT, workers=2), [up, up, up])
+            for _ in range(2)]
+    for doc in docs:
+        r = doc.run('''
+            curl "http://127.0.0.1:9180/apisix/admin/routes" -X PUT \\
+              -H "X-API-KEY: ${admin_key}" \\
+              -d '{
+                "id": "limit-conn-route",
+                "uri": "/get",
+                "plugins": {
+                  "limit-conn": {
+                    "conn": 1,
+                    "burst": 1,
+                    "default_conn_delay": 0.1,
+                    "rejected_code": 429,
+                    "key_type": "var",
+                    "key": "remote_addr",
+                    "policy": "redis",
+                    "redis_host": "192.168.xxx.xxx",
+                    "redis_port": 6379,
+                    "redis_password": "p@ssw0rd",
+                    "redis_database": 1
+                  }
+                },
+                "upstream": {
+                  "type": "roundrobin",
+                  "nodes": {
+                    "httpbin.org:80": 1
+                  }
+                }
+              }'
+            '''.replace("192.168.xxx.xxx", "127.0.0.1").replace("6379", str(redis.port)))
+        assert r.status == 201, r
+    # The page's five concurrent requests, to one gateway: conn 1 + burst 1 pass.
+    assert _codes(docs[0].sh(FIVE)) == ["200", "200", "429", "429", "429"]
+    # Once the five have left (their members removed in the log phase), the same five
+    # spread over the two gateways: still one quota.
+    assert wait_until(lambda: all(redis.cli("ZCARD", k, db=1).strip() == "0"
+                                  for k in redis.cli("KEYS", "*", db=1).split()), timeout=5)
+    ports = [d.gw.port for d in docs]
+    out = docs[0].sh('''
+        for p in %d %d %d %d %d; do echo $p; done | xargs -n1 -P5 bash -c 'curl -s -o /dev/null -w "Response: %%{http_code}\\n" "http://127.0.0.1:$0/get"'
+        ''' % tuple(ports[i % 2] for i in range(5)))
+    assert _codes(out) == ["200", "200", "429", "429", "429"], out
 
 def test_redis_two_gateways_share_one_count(make_redis, make_gateway, make_upstream):
     redis = make_redis()

@@ -13,7 +13,7 @@ import pytest
 from fake_upstream import Delay
 from harness import OMIT, admin_route, get
 from test_apisix_docs import Doc, HttpbinEcho
-from test_plugins_redis import make_redis  # noqa: F401 (a fixture)
+from test_plugins_redis import _make_cluster, make_redis  # noqa: F401 (a fixture)
 
 
 def _put(gw, rid, uri, up, conf, **extra):
@@ -201,10 +201,12 @@ def test_doc_rate_limiting_by_remote_address_and_consumer(doc):
 
 # ----------------------------------------------------------------- exactness and delays
 
-def test_exact_under_concurrency_over_4_workers(make_gateway, upstream):
+@pytest.mark.parametrize("burst", [0, 24])
+def test_exact_under_concurrency_over_4_workers(make_gateway, upstream, burst):
     gw = make_gateway(admin=True, workers=4)
-    # 0.01 per second: within the test no token comes back, so exactly burst + 1 pass.
-    _put(gw, 1, "/x", upstream, {"rate": 0.01, "burst": 24, "key": "remote_addr",
+    # 0.01 per second: within the test no token comes back, so exactly rate x window (the
+    # first request) + burst pass.
+    _put(gw, 1, "/x", upstream, {"rate": 0.01, "burst": burst, "key": "remote_addr",
                                  "nodelay": True, "rejected_code": 429})
 
     def one(_):
@@ -212,9 +214,9 @@ def test_exact_under_concurrency_over_4_workers(make_gateway, upstream):
 
     with ThreadPoolExecutor(32) as ex:
         statuses = list(ex.map(one, range(300)))
-    assert statuses.count(200) == 25 and statuses.count(429) == 275, \
+    assert statuses.count(200) == burst + 1 and statuses.count(429) == 299 - burst, \
         (statuses.count(200), statuses.count(429), set(statuses))
-    assert len(upstream.requests_for("/x")) == 25
+    assert len(upstream.requests_for("/x")) == burst + 1
 
 
 def test_a_delayed_request_does_not_block_its_worker(make_gateway, upstream):
@@ -280,6 +282,27 @@ def test_on_a_global_rule_and_a_service(make_gateway, upstream):
     assert [get(gw.port, "/svc").status for _ in range(2)] == [200, 429]
 
 
+def test_on_a_plugin_config_and_a_consumer(make_gateway, upstream):
+    gw = make_gateway(admin=True)
+    conf = {"rate": 1, "burst": 0, "key": "remote_addr", "nodelay": True, "rejected_code": 429}
+    r = gw.admin("PUT", "/plugin_configs/pc1", {"plugins": {"limit-req": conf}})
+    assert r.status in (200, 201), r
+    r = gw.admin("PUT", "/routes/1", admin_route("/pc", upstream, plugin_config_id="pc1"))
+    assert r.status in (200, 201), r
+    assert [get(gw.port, "/pc").status for _ in range(2)] == [200, 429]
+    # On a consumer: its requests are limited, per route (APISIX's "route&consumer").
+    r = gw.admin("PUT", "/consumers", {"username": "jack", "plugins": {
+        "key-auth": {"key": "k1"}, "limit-req": conf}})
+    assert r.status in (200, 201), r
+    for rid, uri in ((2, "/c1"), (3, "/c2")):
+        r = gw.admin("PUT", "/routes/%d" % rid, admin_route(uri, upstream, plugins={
+            "key-auth": {}}))
+        assert r.status in (200, 201), r
+    k = {"apikey": "k1"}
+    assert [get(gw.port, "/c1", headers=k).status for _ in range(2)] == [200, 429]
+    assert [get(gw.port, "/c2", headers=k).status for _ in range(2)] == [200, 429]
+
+
 # ----------------------------------------------------------------- redis
 
 def _redis(redis, **kw):
@@ -337,3 +360,18 @@ def test_redis_down_is_500_or_degrades(make_redis, make_gateway, upstream):
     redis.stop()
     assert get(gw.port, "/hard").status == 500
     assert [get(gw.port, "/soft").status for _ in range(3)] == [200, 200, 200]
+
+
+def test_redis_cluster_policy(make_redis, make_gateway, upstream):
+    nodes = _make_cluster(make_redis)
+    conf = {"rate": 0.01, "burst": 1, "key": "http_x_user", "nodelay": True,
+            "rejected_code": 429, "policy": "redis-cluster", "redis_timeout": 5000,
+            "redis_cluster_name": "sluice-test",
+            "redis_cluster_nodes": ["127.0.0.1:%d" % nodes[0].port]}
+    g1 = make_gateway(admin=True, workers=2)
+    g2 = make_gateway(admin=True, workers=2)
+    for g in (g1, g2):
+        _put(g, 1, "/rc", upstream, conf)
+    for user in ("u%d" % i for i in range(6)):
+        got = [get(g.port, "/rc", headers={"X-User": user}).status for g in (g1, g2, g1)]
+        assert got == [200, 200, 429], (user, got)
