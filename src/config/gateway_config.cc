@@ -480,6 +480,8 @@ class Reader {
                                   return assign(q, &attr["local_keys"], n);
                                 }}});
           }},
+         {"limit-req", [&](auto& x, auto& p) { return local_keys("limit-req", x, p); }},
+         {"limit-conn", [&](auto& x, auto& p) { return local_keys("limit-conn", x, p); }},
          {"redirect", [&](auto& x, auto& p) {
             // The port http_to_https names; checked here, read by the plugin from plugin_attr.
             Json& attr = cfg.plugin_attr["redirect"] = Json::object();
@@ -487,6 +489,16 @@ class Reader {
                                   return assign(q, &attr["https_port"], yaml_port(y));
                                 }}});
           }}});
+  }
+
+  // plugin_attr.<limit-req|limit-conn>.local_keys: the slots of the plugin's node-wide table,
+  // checked here and read by the plugin from plugin_attr.
+  Status local_keys(const char* plugin, const Json& v, const std::string& path) {
+    Json& attr = cfg.plugin_attr[plugin] = Json::object();
+    return walk(v, path, {{"local_keys", [&](auto& y, auto& q) {
+                             auto n = as_integer(y, 1024, int64_t{1} << 32);
+                             return assign(q, &attr["local_keys"], n);
+                           }}});
   }
 
   // metrics.<family>.extra_labels, checked here and read by the plugin from plugin_attr.

@@ -42,6 +42,7 @@ void Context::reset() {
   stash.clear();
   entry = 0;
   marks_[0] = marks_[1] = 0;
+  entry_words_n_ = 0;
 }
 
 void WorkerLocal::set_slot(const void* tag, void* value) {

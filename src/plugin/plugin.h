@@ -179,6 +179,36 @@ struct Context {
   uint16_t entry = 0;  // 0..63: a global rule's entry; 64..127: the route's
   uint64_t marks_[2] = {0, 0};
 
+  // Two words of per-request state for the entry the runner points at, for what a later
+  // phase must undo (limit-conn: the counter it holds until the log phase). A few entries per
+  // request; take_words() finds and forgets them.
+  static constexpr int kEntryWords = 4;
+  bool keep_words(uint64_t a, uint64_t b) {
+    if (entry_words_n_ == kEntryWords) {
+      return false;
+    }
+    entry_words_[entry_words_n_++] = {entry, a, b};
+    return true;
+  }
+  bool take_words(uint64_t* a, uint64_t* b) {
+    for (int i = 0; i < entry_words_n_; ++i) {
+      if (entry_words_[i].entry == entry) {
+        *a = entry_words_[i].a;
+        *b = entry_words_[i].b;
+        entry_words_[i] = entry_words_[--entry_words_n_];
+        return true;
+      }
+    }
+    return false;
+  }
+  bool words_full() const { return entry_words_n_ == kEntryWords; }
+  struct EntryWords {
+    uint16_t entry;
+    uint64_t a, b;
+  };
+  EntryWords entry_words_[kEntryWords] = {};
+  int entry_words_n_ = 0;
+
   void reset();
 };
 

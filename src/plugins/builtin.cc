@@ -6,7 +6,9 @@
 #include "plugins/ip_restriction/ip_restriction.h"
 #include "plugins/jwt_auth/jwt_auth.h"
 #include "plugins/key_auth/key_auth.h"
+#include "plugins/limit_conn/limit_conn.h"
 #include "plugins/limit_count/limit_count.h"
+#include "plugins/limit_req/limit_req.h"
 #include "plugins/multi_auth.h"
 #include "plugins/prometheus/prometheus.h"
 #include "plugins/proxy_rewrite/proxy_rewrite.h"
@@ -30,7 +32,9 @@ std::span<const plugin::PluginInfo> builtin() {
       key_auth::info(),              // 2500
       consumer_restriction::info(),  // 2400
       proxy_rewrite::info(),         // 1008
+      limit_conn::info(),            // 1003
       limit_count::info(),           // 1002
+      limit_req::info(),             // 1001
       redirect::info(),              // 900
       response_rewrite::info(),      // 899
       prometheus::info(),            // 500

@@ -256,3 +256,26 @@ def test_every_method_is_counted(make_gateway, upstream, method):
         assert c.request(method, "/m", body=body).status == 200
         r = c.request(method, "/m", body=body)
         assert r.status == 503 and r.header("x-ratelimit-remaining") == "0", r
+
+
+def test_group_conf_mismatched_is_refused_and_the_group_is_one_counter(make_gateway, upstream):
+    # APISIX's limit-count check_schema remembers the first conf of a group and refuses a
+    # different one with "group conf mismatched" (apisix/plugins/limit-count/init.lua).
+    gw = make_gateway(admin=True, workers=2)
+    conf = {"count": 2, "time_window": 60, "group": "gm", "rejected_code": 429}
+    _put(gw, 1, "/gm1", upstream, conf)
+    r = gw.admin("PUT", "/routes/2", admin_route("/gm2", upstream, plugins={
+        "limit-count": dict(conf, count=3)}))
+    assert r.status == 400, r
+    assert r.json["error_msg"] == ("failed to check the configuration of plugin limit-count "
+                                   "err: group conf mismatched"), r
+    # Defaults filled in compare equal (APISIX compares after the schema fills them).
+    _put(gw, 2, "/gm2", upstream, dict(conf, key="remote_addr", policy="local"))
+    got = [get(gw.port, p).status for p in ("/gm1", "/gm2", "/gm1", "/gm2")]
+    assert got == [200, 200, 429, 429], got
+    # On a service too: the same group is the same counter.
+    r = gw.admin("PUT", "/services/s1", {"plugins": {"limit-count": conf}})
+    assert r.status in (200, 201), r
+    r = gw.admin("PUT", "/routes/3", admin_route("/gm3", upstream, service_id="s1"))
+    assert r.status in (200, 201), r
+    assert get(gw.port, "/gm3").status == 429

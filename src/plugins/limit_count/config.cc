@@ -2,6 +2,9 @@
 
 #include <fmt/format.h>
 
+#include <mutex>
+#include <unordered_map>
+
 #include "router/expr.h"
 #include "schema/checks.h"
 
@@ -92,19 +95,19 @@ Status redis_error(Policy policy, const Status& what) {
 
 // A key variable read from the request body (post_arg_*, graphql_*): APISIX reads the body for
 // it; Sluice does not, so the key would always be nil. The reason, or empty.
-std::string body_key_reason(const Conf& c) {
+std::string body_key_reason(KeyType type, const std::string& key) {
   auto reason = [](std::string_view var) -> std::string {
     std::string_view why = router::body_var_reason(var);
     return why.empty() ? std::string()
                        : fmt::format("key variable {} is not supported yet: {}", var, why);
   };
-  if (c.key_type == KeyType::kVar) {
-    return reason(c.key);
+  if (type == KeyType::kVar) {
+    return reason(key);
   }
-  if (c.key_type != KeyType::kVarCombination) {
+  if (type != KeyType::kVarCombination) {
     return {};
   }
-  return reason(router::body_var_in_template(c.key));
+  return reason(router::body_var_in_template(key));
 }
 
 StatusOr<Conf> parse(const Json& conf) {
@@ -128,7 +131,7 @@ StatusOr<Conf> parse(const Json& conf) {
     d.fail("redis_ssl: TLS to Redis is not supported by Sluice yet");
   }
   if (d.ok()) {
-    if (std::string why = body_key_reason(c); !why.empty()) {
+    if (std::string why = body_key_reason(c.key_type, c.key); !why.empty()) {
       d.fail(why);
     }
   }
@@ -142,6 +145,54 @@ StatusOr<Conf> parse(const Json& conf) {
   return c;
 }
 
+Status parse_policy(const Json& conf, Conf* c) {
+  FieldDecoder d(conf);
+  d.field("policy", &c->policy, policy);
+  bool tls = false;
+  d.field("redis_ssl", &tls, as_bool);
+  if (tls) {
+    d.fail("redis_ssl: TLS to Redis is not supported by Sluice yet");
+  }
+  if (!d.ok()) {
+    return d.status();
+  }
+  decode_redis(d, c);
+  return d.ok() ? Status::ok() : redis_error(c->policy, d.status());
+}
+
+namespace {
+
+// The fields APISIX compares (its schema's properties and the policy's redis ones), with
+// defaults applied, as its check_schema sees them after core.schema.check fills them in.
+bool same_group_conf(const Conf& a, const Conf& b) {
+  return a.count == b.count && a.time_window == b.time_window && a.key_type == b.key_type &&
+         a.key == b.key && a.rejected_code == b.rejected_code &&
+         a.has_rejected_msg == b.has_rejected_msg && a.rejected_msg == b.rejected_msg &&
+         a.policy == b.policy && a.allow_degradation == b.allow_degradation &&
+         a.show_limit_quota_header == b.show_limit_quota_header && a.group == b.group &&
+         a.redis_host == b.redis_host && a.redis_port == b.redis_port &&
+         a.redis_username == b.redis_username && a.redis_password == b.redis_password &&
+         a.redis_database == b.redis_database && a.redis_timeout == b.redis_timeout &&
+         a.redis_cluster_nodes == b.redis_cluster_nodes &&
+         a.redis_cluster_name == b.redis_cluster_name;
+}
+
+}  // namespace
+
+// APISIX's check_schema remembers the first conf it checks for each group (group_conf_lru, per
+// process) and refuses any later conf of that group that differs: a group is one counter,
+// so it has one conf. Sluice remembers it for the process's life.
+Status check_group(const Conf& c) {
+  static std::mutex mu;
+  static std::unordered_map<std::string, Conf> first;
+  std::lock_guard<std::mutex> lock(mu);
+  auto [it, added] = first.emplace(c.group, c);
+  if (!added && !same_group_conf(it->second, c)) {
+    return Status::error("group conf mismatched");
+  }
+  return Status::ok();
+}
+
 Status check(const Json& conf, plugin::PluginUse use) {
   if (use == plugin::PluginUse::kMetadata) {
     // APISIX's metadata renames the X-RateLimit-* headers; refused rather than ignored.
@@ -153,7 +204,10 @@ Status check(const Json& conf, plugin::PluginUse use) {
     return Status::ok();
   }
   auto c = parse(conf);
-  return c.is_ok() ? Status::ok() : c.status();
+  if (!c.is_ok()) {
+    return c.status();
+  }
+  return c->group.empty() ? Status::ok() : check_group(*c);
 }
 
 const char kSchema[] = R"JSON({

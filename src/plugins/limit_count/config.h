@@ -42,6 +42,13 @@ struct Conf {
 // greater than 0`, `property "redis_host" is required` (policy redis).
 common::StatusOr<Conf> parse(const plugin::Json& conf);
 common::Status check(const plugin::Json& conf, plugin::PluginUse use);
+// `group conf mismatched` when another conf of c.group was checked before (see config.cc).
+common::Status check_group(const Conf& c);
+// Only `policy`, `redis_ssl` and the redis fields of `conf`, into `c`: the part of APISIX's
+// schema (utils/redis-schema.lua) that limit-req and limit-conn share with limit-count.
+// Why a key reading the request body (post_arg_*, graphql_*) is refused, or empty.
+std::string body_key_reason(KeyType type, const std::string& key);
+common::Status parse_policy(const plugin::Json& conf, Conf* c);
 
 // The JSON schema served by GET /apisix/admin/plugins/limit-count.
 extern const char kSchema[];

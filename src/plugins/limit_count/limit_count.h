@@ -11,6 +11,7 @@
 #include "plugin/info.h"
 #include "plugins/limit_count/config.h"
 #include "plugins/limit_count/counter_table.h"
+#include "plugins/limit_count/key.h"
 #include "plugins/limit_count/redis_policy.h"
 #include "router/expr.h"
 
@@ -41,21 +42,10 @@ class LimitCount final : public plugin::Plugin {
   const RedisTarget& redis_target() const { return redis_; }
 
  private:
-  // One piece of a var_combination key: literal text, or a variable.
-  struct Part {
-    std::string text;
-    router::Var var;
-    bool is_var = false;
-  };
-
-  // The key value for this request; may point into ctx.scratch.
-  std::string_view key(plugin::Context& ctx) const;
-  std::string_view var_value(const Part& p, plugin::Context& ctx, router::VarScratch* s) const;
-
   Conf conf_;
   std::string scope_;        // "route/1", or "group/<name>"; with the conf hash, names the counters
   uint64_t scope_hash_ = 0;  // of scope_, which already holds the conf's hash
-  std::vector<Part> parts_;  // key_type var (one var) or var_combination
+  KeyBuilder key_;
   std::shared_ptr<CounterTable> table_;  // policy local
   std::string limit_value_;              // X-RateLimit-Limit's value: the count
   std::string rejected_body_;

@@ -38,9 +38,7 @@ struct RedisObject final : plugin::WorkerObject {
   std::unique_ptr<redis::ClusterClient> cluster;
 };
 
-RedisObject& object_for(const LimitCount& self, Context& ctx) {
-  const Conf& c = self.conf();
-  const RedisTarget& t = self.redis_target();
+RedisObject& object_for(const Conf& c, const RedisTarget& t, Context& ctx) {
   return ctx.worker->object<RedisObject>(t.object, [&] {
     auto o = std::make_unique<RedisObject>();
     if (c.policy == Policy::kRedis) {
@@ -74,7 +72,9 @@ RedisObject& object_for(const LimitCount& self, Context& ctx) {
   });
 }
 
-bool as_int(const redis::Reply& r, int64_t* out) {
+}  // namespace
+
+bool reply_int(const redis::Reply& r, int64_t* out) {
   if (r.type == redis::Reply::Type::kInteger) {
     *out = r.integer;
     return true;
@@ -87,6 +87,8 @@ bool as_int(const redis::Reply& r, int64_t* out) {
   return false;
 }
 
+namespace {
+
 void on_reply(void* local_ptr, uint64_t token, const redis::Reply* reply, std::string_view error) {
   auto* local = static_cast<plugin::WorkerLocal*>(local_ptr);
   Context* ctx = local->host->waiting(token);
@@ -97,8 +99,8 @@ void on_reply(void* local_ptr, uint64_t token, const redis::Reply* reply, std::s
   int64_t remaining = 0, ttl_ms = 0;
   Action a;
   if (reply != nullptr && reply->type == redis::Reply::Type::kArray &&
-      reply->elements.size() == 2 && as_int(reply->elements[0], &remaining) &&
-      as_int(reply->elements[1], &ttl_ms)) {
+      reply->elements.size() == 2 && reply_int(reply->elements[0], &remaining) &&
+      reply_int(reply->elements[1], &ttl_ms)) {
     uint64_t reset = ttl_ms > 0 ? static_cast<uint64_t>((ttl_ms + 999) / 1000) : 0;
     a = self->verdict(*ctx, remaining >= 0, remaining >= 0 ? static_cast<uint64_t>(remaining) : 0,
                       reset);
@@ -163,14 +165,31 @@ Action redis_incoming(const LimitCount& self, Context& ctx, std::string_view key
   std::string_view keys[1] = {self.redis_key(ctx, key)};
   std::string_view args[3] = {std::string_view(limit, l.ptr - limit),
                               std::string_view(window, w.ptr - window), "1"};
-  RedisObject& o = object_for(self, ctx);
-  redis::Callback cb{on_reply, ctx.worker, ctx.worker->host->suspend(ctx)};
-  if (o.single) {
-    o.single->eval(script(), keys, args, cb);
-  } else {
-    o.cluster->eval(script(), keys, args, cb);
-  }
+  redis_eval(c, t, ctx, script(), keys, args,
+             redis::Callback{on_reply, ctx.worker, ctx.worker->host->suspend(ctx)});
   return Action::kPending;
+}
+
+void redis_eval(const Conf& conf, const RedisTarget& t, Context& ctx, const redis::Script& script,
+                std::span<const std::string_view> keys, std::span<const std::string_view> args,
+                redis::Callback cb) {
+  RedisObject& o = object_for(conf, t, ctx);
+  if (o.single) {
+    o.single->eval(script, keys, args, cb);
+  } else {
+    o.cluster->eval(script, keys, args, cb);
+  }
+}
+
+void redis_command(const Conf& conf, const RedisTarget& t, Context& ctx,
+                   std::span<const std::string_view> args) {
+  RedisObject& o = object_for(conf, t, ctx);
+  redis::Callback ignore{[](void*, uint64_t, const redis::Reply*, std::string_view) {}, nullptr, 0};
+  if (o.single) {
+    o.single->command(args, ignore);
+  } else {
+    o.cluster->command(args, ignore);
+  }
 }
 
 }  // namespace sluice::plugins::limit_count

@@ -392,3 +392,28 @@ TEST_F(LimitCountTest, RedisFailureAnswers) {
 
 }  // namespace
 }  // namespace sluice::plugins::limit_count
+
+namespace sluice::plugins::limit_count {
+namespace {
+
+TEST(LimitCountGroupTest, ADifferentConfOfAKnownGroupIsMismatched) {
+  auto check = [](const char* conf) {
+    common::Status s = info().check(plugin::Json::parse(conf), plugin::PluginUse::kHttp);
+    return s.is_ok() ? std::string() : s.message();
+  };
+  EXPECT_EQ(check(R"({"count": 2, "time_window": 60, "group": "unit-g"})"), "");
+  EXPECT_EQ(check(R"({"count": 2, "time_window": 60, "group": "unit-g"})"), "");
+  // Defaults filled in: the same conf.
+  EXPECT_EQ(check(R"({"count": 2, "time_window": 60, "group": "unit-g", "rejected_code": 503})"),
+            "");
+  EXPECT_EQ(check(R"({"count": 3, "time_window": 60, "group": "unit-g"})"),
+            "group conf mismatched");
+  EXPECT_EQ(check(R"({"count": 2, "time_window": 60, "group": "unit-g", "key": "uri"})"),
+            "group conf mismatched");
+  // Another group, or none, is not concerned.
+  EXPECT_EQ(check(R"({"count": 3, "time_window": 60, "group": "unit-h"})"), "");
+  EXPECT_EQ(check(R"({"count": 3, "time_window": 60})"), "");
+}
+
+}  // namespace
+}  // namespace sluice::plugins::limit_count
