@@ -82,12 +82,13 @@ void decode_fields(FieldDecoder& d, Conf* c, std::vector<std::string>* regexes,
   });
   d.field("allow_credential", &c->allow_credential, schema::as_bool);
   d.field("allow_origins_by_regex", regexes, regex_list);
-  d.field(
-      "allow_origins_by_metadata", regexes, [](const Json&) -> StatusOr<std::vector<std::string>> {
-        return Status::error(
-            "not supported by Sluice: the cors plugin cannot read plugin_metadata yet; list the "
-            "origins in allow_origins or allow_origins_by_regex");
-      });
+  // Refused rather than ignored: the plugin cannot read plugin metadata yet.
+  bool by_metadata = false;
+  d.field("allow_origins_by_metadata", &by_metadata, [](const Json&) -> StatusOr<bool> {
+    return Status::error(
+        "not supported by Sluice: the cors plugin cannot read plugin_metadata yet; list the "
+        "origins in allow_origins or allow_origins_by_regex");
+  });
   d.field("timing_allow_origins", &c->timing_allow_origins, origin_list);
   d.field("timing_allow_origins_by_regex", timing_regexes, regex_list);
 }
