@@ -57,6 +57,9 @@ bool parse_addr(std::string_view text, router::IpAddr* addr, std::string_view* i
                                             text.find(':', colon + 1) == std::string_view::npos) {
     ip = text.substr(0, colon);  // one colon: host:port; more: an IPv6 address
     port = text.substr(colon + 1);
+    if (port.empty()) {
+      return false;
+    }
   }
   if (!port.empty() && !valid_port(port)) {
     return false;
