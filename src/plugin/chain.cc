@@ -15,6 +15,7 @@ uint64_t monotonic_ns() {
 void Context::reset() {
   req = nullptr;
   match = {};
+  real_ip.clear();
   route_id = service_id = matched_uri = matched_host = consumer = consumer_group_id = {};
   credential = nullptr;
   consumers = nullptr;

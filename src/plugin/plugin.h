@@ -111,6 +111,10 @@ struct Context {
   // before_proxy); null afterwards.
   const http::RequestHead* req = nullptr;
   router::MatchContext match;  // the request, client address and port, for filters and vars
+  // The client address the real-ip plugin gives the request; match.remote_addr then views it.
+  // What follows the request phases (X-Real-IP, X-Forwarded-For, the balancer's hash) takes
+  // the address from `match`.
+  std::string real_ip;
   // The snapshot this request pinned and the route it matched (null when none matched); both
   // live until the log phase has run. The route names its service's and upstream's objects.
   const snapshot::Snapshot* snapshot = nullptr;

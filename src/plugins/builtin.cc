@@ -2,6 +2,7 @@
 
 #include "plugins/basic_auth/basic_auth.h"
 #include "plugins/consumer_restriction/consumer_restriction.h"
+#include "plugins/cors/cors.h"
 #include "plugins/hmac_auth/hmac_auth.h"
 #include "plugins/ip_restriction/ip_restriction.h"
 #include "plugins/jwt_auth/jwt_auth.h"
@@ -12,8 +13,11 @@
 #include "plugins/multi_auth.h"
 #include "plugins/prometheus/prometheus.h"
 #include "plugins/proxy_rewrite/proxy_rewrite.h"
+#include "plugins/public_api/public_api.h"
+#include "plugins/real_ip/real_ip.h"
 #include "plugins/redirect/redirect.h"
 #include "plugins/referer_restriction/referer_restriction.h"
+#include "plugins/request_id/request_id.h"
 #include "plugins/response_rewrite/response_rewrite.h"
 #include "plugins/ua_restriction/ua_restriction.h"
 
@@ -22,6 +26,9 @@ namespace sluice::plugins {
 std::span<const plugin::PluginInfo> builtin() {
   // Highest priority first; sized by its initialisers, so an entry cannot be left empty.
   static const plugin::PluginInfo kBuiltin[] = {
+      real_ip::info(),               // 23000
+      request_id::info(),            // 12015
+      cors::info(),                  // 4000
       ip_restriction::info(),        // 3000
       ua_restriction::info(),        // 2999
       referer_restriction::info(),   // 2990
@@ -37,6 +44,7 @@ std::span<const plugin::PluginInfo> builtin() {
       limit_req::info(),             // 1001
       redirect::info(),              // 900
       response_rewrite::info(),      // 899
+      public_api::info(),            // 501
       prometheus::info(),            // 500
   };
   return kBuiltin;

@@ -63,6 +63,7 @@ class Gateway {
   // Fails when its port is held by another process; other failures are logged only.
   common::Status start_metrics_export();
   std::string render_metrics() const;
+  void register_plugin_apis();
   common::Status check_admin_safety() const;
   common::Status open_store();
   common::Status start_workers();

@@ -9,6 +9,7 @@
 #include <array>
 #include <cerrno>
 #include <cstring>
+#include <optional>
 #include <utility>
 
 #include "common/log.h"
@@ -16,6 +17,7 @@
 #include "config/plugin_registry.h"
 #include "metrics/exposition.h"
 #include "plugins/builtin.h"
+#include "plugins/public_api/api_registry.h"
 #include "runtime/gateway.h"
 
 namespace sluice::runtime {
@@ -81,6 +83,7 @@ common::Status Gateway::reload_plugins() {
 // Every built-in plugin's hooks run, enabled or not: a plugin enabled later by a reload finds
 // its objects made.
 void Gateway::plugins_process_init(int workers) {
+  register_plugin_apis();
   const plugin::ProcessEnv env{workers};
   for (const plugin::PluginInfo& p : plugins::builtin()) {
     if (p.process_init != nullptr) {
@@ -103,6 +106,23 @@ void Gateway::plugins_destroy() {
       p.destroy(plugin_shared_);
     }
   }
+}
+
+// The plugin APIs public-api serves on a route (APISIX's router.api): prometheus's metrics
+// page at its export_uri, the same page the export server answers, made on this thread.
+void Gateway::register_plugin_apis() {
+  auto apis = plugin_shared_.get<plugins::public_api::ApiRegistry>(
+      plugins::public_api::kRegistryKey,
+      [] { return std::make_shared<plugins::public_api::ApiRegistry>(); });
+  apis->control = &ctl_;
+  apis->apis.clear();
+  apis->apis.push_back({conf_.prometheus.uri, "text/plain; version=0.0.4; charset=utf-8",
+                        [this]() -> std::optional<std::string> {
+                          if (config::find_plugin("prometheus") == nullptr) {
+                            return std::nullopt;  // APISIX's router.api lists enabled plugins
+                          }
+                          return render_metrics();
+                        }});
 }
 
 // The prometheus plugin's families (its control endpoint), then the gateway's own.

@@ -158,6 +158,12 @@ Exchange::Step Exchange::step() {
 
 // After the request phases: the route's own verdicts (404, 503, 413), then the upstream.
 void Exchange::route_request() {
+  if (st_.plugins) {
+    // A plugin (real-ip) may have named another client: the upstream request, the balancer
+    // and the logs take it from here on, as nginx's set_real_ip changes $remote_addr.
+    st_.client.ip = pctx_.match.remote_addr;
+    st_.client.addr = pctx_.match.remote_ip;
+  }
   const snapshot::Route* route = st_.route;
   if (route == nullptr) {
     reply(404, "{\"error_msg\":\"404 Route Not Found\"}\n", false);

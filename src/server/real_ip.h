@@ -1,31 +1,12 @@
 #pragma once
-// The client address behind a trusted proxy, as nginx's realip module finds it
-// (nginx_config.http.real_ip_from / real_ip_header / real_ip_recursive). Only a TCP peer inside
-// `trusted` may name another address; anyone else's X-Real-IP or X-Forwarded-For changes
-// nothing that routing (remote_addrs) or allow_admin see.
+// config.yaml's real_ip handling lives in the router room (router/real_ip.h), where the real-ip
+// plugin reuses it; the server keeps its names.
 
-#include <string>
-#include <string_view>
-#include <vector>
-
-#include "http/message.h"
-#include "router/ip.h"
+#include "router/real_ip.h"
 
 namespace sluice::server {
 
-// Thread: any (immutable)
-struct RealIpConfig {
-  std::vector<router::Cidr> trusted;  // empty: no proxy is trusted (the default)
-  std::string header = "x-real-ip";   // lower-case; "x-forwarded-for" reads a list
-  bool recursive = false;
-
-  bool trusts(const router::IpAddr& ip) const;
-};
-
-// When `peer` is trusted and the header names a valid address, stores it in `*addr` and its
-// text in `*text` and returns true. X-Forwarded-For: the last address, or with `recursive`
-// the rightmost one not trusted (the leftmost when all are). Anything malformed: false.
-bool find_real_ip(const RealIpConfig& conf, const router::IpAddr& peer,
-                  const http::RequestHead& req, router::IpAddr* addr, std::string* text);
+using router::find_real_ip;
+using router::RealIpConfig;
 
 }  // namespace sluice::server

@@ -9,11 +9,12 @@ import pytest
 from harness import (NOT_FOUND_BODY, admin_route, admin_upstream, expect_error, get,
                      start_wrk)
 
-# Highest priority first (3000 ... 500).
-BUILTINS = ["ip-restriction", "ua-restriction", "referer-restriction", "multi-auth", "hmac-auth",
+# Highest priority first (23000 ... 500).
+BUILTINS = ["real-ip", "request-id", "cors", "ip-restriction", "ua-restriction",
+            "referer-restriction", "multi-auth", "hmac-auth",
             "basic-auth", "jwt-auth", "key-auth", "consumer-restriction", "proxy-rewrite",
             "limit-conn", "limit-count", "limit-req", "redirect", "response-rewrite",
-            "prometheus"]
+            "public-api", "prometheus"]
 LC_ERR = "failed to check the configuration of plugin limit-count err: "
 PROM_ERR = "failed to check the configuration of plugin prometheus err: "
 LC = {"count": 2, "time_window": 60}

@@ -254,12 +254,17 @@ TEST_F(ApiTest, PluginsEndpoints) {
   auto r = call("GET", "/apisix/admin/plugins/list");
   EXPECT_EQ(r.status, 200);
   EXPECT_EQ(r.body,
-            "[\"ip-restriction\",\"ua-restriction\",\"referer-restriction\",\"multi-auth\",\"hmac-"
+            "[\"real-ip\",\"request-id\",\"cors\",\"ip-restriction\",\"ua-restriction\",\"referer-"
+            "restriction\",\"multi-auth\",\"hmac-"
             "auth\",\"basic-auth\",\"jwt-auth\",\"key-auth\",\"consumer-restriction\",\"proxy-"
-            "rewrite\",\"limit-count\",\"redirect\",\"response-rewrite\",\"prometheus\"]\n");
+            "rewrite\",\"limit-count\",\"redirect\",\"response-rewrite\",\"public-api\","
+            "\"prometheus\"]\n");
   r = call("GET", "/apisix/admin/plugins");
   ASSERT_EQ(r.status, 200) << r.body;
-  EXPECT_EQ(json(r), Json::parse(R"({"ip-restriction": {"priority": 3000},
+  EXPECT_EQ(json(r), Json::parse(R"({"real-ip": {"priority": 23000},
+                                     "request-id": {"priority": 12015},
+                                     "cors": {"priority": 4000},
+                                     "ip-restriction": {"priority": 3000},
                                      "ua-restriction": {"priority": 2999},
                                      "referer-restriction": {"priority": 2990},
                                      "multi-auth": {"priority": 2600},
@@ -272,6 +277,7 @@ TEST_F(ApiTest, PluginsEndpoints) {
                                      "limit-count": {"priority": 1002},
                                      "redirect": {"priority": 900},
                                      "response-rewrite": {"priority": 899},
+                                     "public-api": {"priority": 501},
                                      "prometheus": {"priority": 500}})"));
   r = call("GET", "/apisix/admin/plugins/limit-count");
   ASSERT_EQ(r.status, 200) << r.body;

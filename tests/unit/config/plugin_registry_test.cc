@@ -70,12 +70,14 @@ std::vector<std::string> names_of(std::span<const PluginInfo> registry) {
 }
 
 TEST(PluginRegistry, EnablesEveryBuiltInPluginByDefault) {
-  EXPECT_EQ(
-      names_of(all_plugins()),
-      (std::vector<std::string>{
-          "ip-restriction", "ua-restriction", "referer-restriction", "multi-auth", "hmac-auth",
-          "basic-auth", "jwt-auth", "key-auth", "consumer-restriction", "proxy-rewrite",
-          "limit-conn", "limit-count", "limit-req", "redirect", "response-rewrite", "prometheus"}));
+  EXPECT_EQ(names_of(all_plugins()),
+            (std::vector<std::string>{"real-ip",        "request-id",     "cors",
+                                      "ip-restriction", "ua-restriction", "referer-restriction",
+                                      "multi-auth",     "hmac-auth",      "basic-auth",
+                                      "jwt-auth",       "key-auth",       "consumer-restriction",
+                                      "proxy-rewrite",  "limit-conn",     "limit-count",
+                                      "limit-req",      "redirect",       "response-rewrite",
+                                      "public-api",     "prometheus"}));
   const PluginInfo* lc = find_plugin("limit-count");
   ASSERT_NE(lc, nullptr);
   EXPECT_EQ(lc->priority, 1002);
@@ -105,12 +107,14 @@ TEST(PluginRegistry, SetEnabledPluginsNarrowsTheSet) {
     EXPECT_EQ(check_plugin_metadata("limit-count", Json::object(), all_plugins()).message(),
               "unknown plugin [limit-count]");
   }
-  EXPECT_EQ(
-      names_of(all_plugins()),
-      (std::vector<std::string>{
-          "ip-restriction", "ua-restriction", "referer-restriction", "multi-auth", "hmac-auth",
-          "basic-auth", "jwt-auth", "key-auth", "consumer-restriction", "proxy-rewrite",
-          "limit-conn", "limit-count", "limit-req", "redirect", "response-rewrite", "prometheus"}));
+  EXPECT_EQ(names_of(all_plugins()),
+            (std::vector<std::string>{"real-ip",        "request-id",     "cors",
+                                      "ip-restriction", "ua-restriction", "referer-restriction",
+                                      "multi-auth",     "hmac-auth",      "basic-auth",
+                                      "jwt-auth",       "key-auth",       "consumer-restriction",
+                                      "proxy-rewrite",  "limit-conn",     "limit-count",
+                                      "limit-req",      "redirect",       "response-rewrite",
+                                      "public-api",     "prometheus"}));
   EXPECT_TRUE(check_plugins(limit));
   {
     // An empty list enables nothing; the order of the list does not matter.
@@ -126,7 +130,7 @@ TEST(PluginRegistry, SetEnabledPluginsNarrowsTheSet) {
     EXPECT_EQ(names_of(all_plugins()), (std::vector<std::string>{"limit-count", "prometheus"}));
   }
   EXPECT_EQ(set_enabled_plugins(nullptr), std::vector<std::string>{});
-  EXPECT_EQ(all_plugins().size(), 16u);
+  EXPECT_EQ(all_plugins().size(), 20u);
 }
 
 TEST(CheckPlugins, WithTheBuiltInRegistry) {

@@ -1,10 +1,10 @@
-#include "server/real_ip.h"
+#include "router/real_ip.h"
 
-namespace sluice::server {
+namespace sluice::router {
 
 namespace {
 
-std::string_view trim(std::string_view s) {
+std::string_view trim_ows(std::string_view s) {
   while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) {
     s.remove_prefix(1);
   }
@@ -24,9 +24,9 @@ bool forwarded_list(const http::RequestHead& req, std::string_view name,
     std::string_view v = req.headers[i].value;
     while (true) {
       size_t comma = v.find(',');
-      std::string_view item = trim(v.substr(0, comma));
-      router::IpAddr ip;
-      if (item.empty() || !router::parse_ip(item, &ip)) {
+      std::string_view item = trim_ows(v.substr(0, comma));
+      IpAddr ip;
+      if (item.empty() || !parse_ip(item, &ip)) {
         return false;
       }
       out->push_back(item);
@@ -41,7 +41,7 @@ bool forwarded_list(const http::RequestHead& req, std::string_view name,
 
 }  // namespace
 
-bool RealIpConfig::trusts(const router::IpAddr& ip) const {
+bool RealIpConfig::trusts(const IpAddr& ip) const {
   for (const auto& c : trusted) {
     if (c.contains(ip)) {
       return true;
@@ -50,8 +50,8 @@ bool RealIpConfig::trusts(const router::IpAddr& ip) const {
   return false;
 }
 
-bool find_real_ip(const RealIpConfig& conf, const router::IpAddr& peer,
-                  const http::RequestHead& req, router::IpAddr* addr, std::string* text) {
+bool find_real_ip(const RealIpConfig& conf, const IpAddr& peer, const http::RequestHead& req,
+                  IpAddr* addr, std::string* text) {
   if (conf.trusted.empty() || !conf.trusts(peer)) {
     return false;
   }
@@ -64,16 +64,16 @@ bool find_real_ip(const RealIpConfig& conf, const router::IpAddr& peer,
   }
   size_t pick = list.size() - 1;
   if (conf.recursive) {
-    router::IpAddr ip;
-    while (pick > 0 && router::parse_ip(list[pick], &ip) && conf.trusts(ip)) {
+    IpAddr ip;
+    while (pick > 0 && parse_ip(list[pick], &ip) && conf.trusts(ip)) {
       --pick;
     }
   }
-  if (!router::parse_ip(list[pick], addr)) {
+  if (!parse_ip(list[pick], addr)) {
     return false;
   }
   text->assign(list[pick]);
   return true;
 }
 
-}  // namespace sluice::server
+}  // namespace sluice::router
