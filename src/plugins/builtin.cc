@@ -1,7 +1,9 @@
 #include "plugins/builtin.h"
 
+#include "plugins/api_breaker/api_breaker.h"
 #include "plugins/basic_auth/basic_auth.h"
 #include "plugins/consumer_restriction/consumer_restriction.h"
+#include "plugins/fault_injection/fault_injection.h"
 #include "plugins/hmac_auth/hmac_auth.h"
 #include "plugins/ip_restriction/ip_restriction.h"
 #include "plugins/jwt_auth/jwt_auth.h"
@@ -12,6 +14,7 @@
 #include "plugins/proxy_rewrite/proxy_rewrite.h"
 #include "plugins/redirect/redirect.h"
 #include "plugins/referer_restriction/referer_restriction.h"
+#include "plugins/request_validation/request_validation.h"
 #include "plugins/response_rewrite/response_rewrite.h"
 #include "plugins/ua_restriction/ua_restriction.h"
 
@@ -20,9 +23,11 @@ namespace sluice::plugins {
 std::span<const plugin::PluginInfo> builtin() {
   // Highest priority first; sized by its initialisers, so an entry cannot be left empty.
   static const plugin::PluginInfo kBuiltin[] = {
+      fault_injection::info(),       // 11000
       ip_restriction::info(),        // 3000
       ua_restriction::info(),        // 2999
       referer_restriction::info(),   // 2990
+      request_validation::info(),    // 2800
       multi_auth::info(),            // 2600
       hmac_auth::info(),             // 2530
       basic_auth::info(),            // 2520
@@ -30,6 +35,7 @@ std::span<const plugin::PluginInfo> builtin() {
       key_auth::info(),              // 2500
       consumer_restriction::info(),  // 2400
       proxy_rewrite::info(),         // 1008
+      api_breaker::info(),           // 1005
       limit_count::info(),           // 1002
       redirect::info(),              // 900
       response_rewrite::info(),      // 899
