@@ -9,10 +9,11 @@ import pytest
 from harness import (NOT_FOUND_BODY, admin_route, admin_upstream, expect_error, get,
                      start_wrk)
 
-# Highest priority first (3000 ... 500).
-BUILTINS = ["ip-restriction", "ua-restriction", "referer-restriction", "multi-auth", "hmac-auth",
-            "basic-auth", "jwt-auth", "key-auth", "consumer-restriction", "proxy-rewrite",
-            "limit-count", "redirect", "response-rewrite", "prometheus"]
+# Highest priority first (11000 ... 500).
+BUILTINS = ["fault-injection", "ip-restriction", "ua-restriction", "referer-restriction",
+            "request-validation", "multi-auth", "hmac-auth", "basic-auth", "jwt-auth", "key-auth",
+            "consumer-restriction", "proxy-rewrite", "api-breaker", "limit-count", "redirect",
+            "response-rewrite", "prometheus"]
 LC_ERR = "failed to check the configuration of plugin limit-count err: "
 PROM_ERR = "failed to check the configuration of plugin prometheus err: "
 LC = {"count": 2, "time_window": 60}

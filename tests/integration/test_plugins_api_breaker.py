@@ -91,14 +91,14 @@ def test_doc_example_trips_after_exactly_failures_on_4_workers_and_recovers(doc)
     assert [r.status for r in got] == [200] * 6, got
     assert got[0].body == b"fine"
     # Healthy again: the count starts over, 3 more failures to trip.
-    up.route("/hello", Fixed(503))
+    up.route("/hello", Fixed(503, body=b"unavailable"))
     got = [doc.run(TRY).status for _ in range(4)]
     assert got == [503, 503, 503, 502], got
 
 
 def test_doc_delete_plugin(doc):
     up = doc.ups[0]
-    up.route("/hello", Fixed(500))
+    up.route("/hello", Fixed(500, body=b"boom"))
     assert doc.run(ENABLE).status in (200, 201)
     assert [doc.run(TRY).status for _ in range(4)] == [500, 500, 500, 502]
     assert doc.run(DELETE).status in (200, 201)

@@ -107,7 +107,7 @@ void BreakerTable::unhealthy(uint64_t key, const Rule& r, uint64_t now_s) {
     if (++s.rem >= r.failures) {
       s.rem = 0;
       s.trips = s.trips < kTripsMax ? s.trips + 1 : kTripsMax;
-      s.last = (now_s & (kTimeMask - 1)) + 1;
+      s.last = now_s % kTimeMask + 1;  // 1 .. 2^32 - 1; 0 stays "none"
     }
     if (word.compare_exchange_weak(w, pack(s), std::memory_order_acq_rel)) {
       return;

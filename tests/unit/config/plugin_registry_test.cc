@@ -72,9 +72,10 @@ std::vector<std::string> names_of(std::span<const PluginInfo> registry) {
 TEST(PluginRegistry, EnablesEveryBuiltInPluginByDefault) {
   EXPECT_EQ(names_of(all_plugins()),
             (std::vector<std::string>{
-                "ip-restriction", "ua-restriction", "referer-restriction", "multi-auth",
-                "hmac-auth", "basic-auth", "jwt-auth", "key-auth", "consumer-restriction",
-                "proxy-rewrite", "limit-count", "redirect", "response-rewrite", "prometheus"}));
+                "fault-injection", "ip-restriction", "ua-restriction", "referer-restriction",
+                "request-validation", "multi-auth", "hmac-auth", "basic-auth", "jwt-auth",
+                "key-auth", "consumer-restriction", "proxy-rewrite", "api-breaker",
+                "limit-count", "redirect", "response-rewrite", "prometheus"}));
   const PluginInfo* lc = find_plugin("limit-count");
   ASSERT_NE(lc, nullptr);
   EXPECT_EQ(lc->priority, 1002);
@@ -106,9 +107,10 @@ TEST(PluginRegistry, SetEnabledPluginsNarrowsTheSet) {
   }
   EXPECT_EQ(names_of(all_plugins()),
             (std::vector<std::string>{
-                "ip-restriction", "ua-restriction", "referer-restriction", "multi-auth",
-                "hmac-auth", "basic-auth", "jwt-auth", "key-auth", "consumer-restriction",
-                "proxy-rewrite", "limit-count", "redirect", "response-rewrite", "prometheus"}));
+                "fault-injection", "ip-restriction", "ua-restriction", "referer-restriction",
+                "request-validation", "multi-auth", "hmac-auth", "basic-auth", "jwt-auth",
+                "key-auth", "consumer-restriction", "proxy-rewrite", "api-breaker",
+                "limit-count", "redirect", "response-rewrite", "prometheus"}));
   EXPECT_TRUE(check_plugins(limit));
   {
     // An empty list enables nothing; the order of the list does not matter.
