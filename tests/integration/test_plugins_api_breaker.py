@@ -160,3 +160,18 @@ def test_schema_refusals(make_gateway, upstream, conf, text):
     assert r.status == 400, r
     assert r.json["error_msg"] == \
         "failed to check the configuration of plugin api-breaker err: " + text, r
+
+
+def test_on_a_plugin_config(make_gateway, make_upstream):
+    up = make_upstream("u")
+    up.route("/pc", Fixed(502, body=b"bad gateway upstream"))
+    gw = make_gateway(admin=True, workers=2)
+    r = gw.admin("PUT", "/plugin_configs/pc", {"plugins": {"api-breaker": {
+        "break_response_code": 503, "break_response_body": "open",
+        "unhealthy": {"http_statuses": [502], "failures": 2}}}})
+    assert r.status in (200, 201), r
+    r = gw.admin("PUT", "/routes/1", admin_route("/pc", up, plugin_config_id="pc"))
+    assert r.status in (200, 201), r
+    got = [http(gw.port, "GET", "/pc") for _ in range(3)]
+    assert [r.status for r in got] == [502, 502, 503], got
+    assert got[2].body == b"open", got

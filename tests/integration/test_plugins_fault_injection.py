@@ -279,3 +279,20 @@ def test_a_delay_does_not_hold_up_the_worker(make_gateway, upstream):
     assert fast < 1.0, "the only worker was held by the delayed requests: %.2f s" % fast
     assert slow == [200] * 4, slow
     assert 1.5 <= time.monotonic() - t0 < 3.0
+
+
+def test_on_a_consumer(make_gateway, upstream):
+    """A consumer's fault-injection runs for that consumer's requests only."""
+    gw = make_gateway(admin=True)
+    r = gw.admin("PUT", "/consumers", {"username": "jack", "plugins": {
+        "key-auth": {"key": "jack-key"},
+        "fault-injection": {"abort": {"http_status": 429, "body": "jack is throttled"}}}})
+    assert r.status in (200, 201), r
+    r = gw.admin("PUT", "/consumers", {"username": "rose", "plugins": {
+        "key-auth": {"key": "rose-key"}}})
+    assert r.status in (200, 201), r
+    r = gw.admin("PUT", "/routes/1", admin_route("/c", upstream, plugins={"key-auth": {}}))
+    assert r.status in (200, 201), r
+    r = get(gw.port, "/c", headers=[("apikey", "jack-key")])
+    assert r.status == 429 and r.body == b"jack is throttled", r
+    assert get(gw.port, "/c", headers=[("apikey", "rose-key")]).status == 200
