@@ -175,3 +175,19 @@ def test_on_a_plugin_config(make_gateway, make_upstream):
     got = [http(gw.port, "GET", "/pc") for _ in range(3)]
     assert [r.status for r in got] == [502, 502, 503], got
     assert got[2].body == b"open", got
+
+
+def test_state_is_per_uri_within_a_route(make_gateway, make_upstream):
+    # APISIX keys the breaker by host + uri: one broken path of a prefix route leaves the
+    # others alone; a global rule's instance keeps a state of its own.
+    up = make_upstream("u")
+    up.route("/p/bad", Fixed(500, body=b"boom"))
+    up.route("/p/good", Fixed(200, body=b"fine"))
+    gw = make_gateway(admin=True, workers=2)
+    r = gw.admin("PUT", "/global_rules/1", {"plugins": {"api-breaker": {
+        "break_response_code": 598, "unhealthy": {"failures": 5}}}})
+    assert r.status in (200, 201), r
+    _put(gw, up, {"break_response_code": 599, "unhealthy": {"failures": 2}}, uri="/p/*")
+    assert [http(gw.port, "GET", "/p/bad").status for _ in range(3)] == [500, 500, 599]
+    assert http(gw.port, "GET", "/p/good").status == 200
+    assert http(gw.port, "GET", "/p/bad", host="localhost").status == 500

@@ -256,5 +256,39 @@ TEST_F(ApiBreakerTest, AConfChangeOrAnotherRouteStartsClean) {
             Action::kContinue);
 }
 
+// nginx's $upstream_status is 502/504 when the tries failed: the gateway's answer after them
+// counts; its own answers (no upstream tried) do not.
+TEST_F(ApiBreakerTest, TheGatewaysAnswerAfterFailedTriesCounts) {
+  PluginPtr p = make(R"({"break_response_code": 599, "unhealthy": {"http_statuses": [502],
+      "failures": 2}})");
+  for (int i = 0; i < 2; ++i) {
+    router::testing::FakeRequest req("GET", "/d", "h", {}, "10.0.0.1");
+    plugin::Context ctx;
+    ctx.req = &req.head;
+    ctx.match = req.ctx;
+    ctx.worker = &worker_;
+    ASSERT_EQ(p->access(ctx), Action::kContinue);
+    ctx.req = nullptr;
+    ctx.status = 502;
+    p->header_filter(ctx);  // no upstream tried (a 502 of the gateway's own): not counted
+    ctx.upstream_ip = "127.0.0.1";
+    if (i == 1) {
+      p->header_filter(ctx);  // only one counted failure so far: not yet
+    }
+  }
+  EXPECT_EQ(request(p, 200, "/d", "h"), Action::kContinue);
+  router::testing::FakeRequest req("GET", "/d", "h", {}, "10.0.0.1");
+  plugin::Context ctx;
+  ctx.req = &req.head;
+  ctx.match = req.ctx;
+  ctx.worker = &worker_;
+  ASSERT_EQ(p->access(ctx), Action::kContinue);
+  ctx.upstream_ip = "127.0.0.1";
+  ctx.status = 502;
+  p->header_filter(ctx);  // the second failed try: trips
+  EXPECT_EQ(request(p, 200, "/d", "h"), Action::kReply);
+  EXPECT_EQ(last_status_, 599);
+}
+
 }  // namespace
 }  // namespace sluice::plugins::api_breaker
