@@ -74,8 +74,8 @@ TEST(PluginRegistry, EnablesEveryBuiltInPluginByDefault) {
             (std::vector<std::string>{
                 "fault-injection", "ip-restriction", "ua-restriction", "referer-restriction",
                 "request-validation", "multi-auth", "hmac-auth", "basic-auth", "jwt-auth",
-                "key-auth", "consumer-restriction", "proxy-rewrite", "api-breaker",
-                "limit-count", "redirect", "response-rewrite", "prometheus"}));
+                "key-auth", "consumer-restriction", "proxy-rewrite", "api-breaker", "limit-count",
+                "redirect", "response-rewrite", "prometheus"}));
   const PluginInfo* lc = find_plugin("limit-count");
   ASSERT_NE(lc, nullptr);
   EXPECT_EQ(lc->priority, 1002);
@@ -109,8 +109,8 @@ TEST(PluginRegistry, SetEnabledPluginsNarrowsTheSet) {
             (std::vector<std::string>{
                 "fault-injection", "ip-restriction", "ua-restriction", "referer-restriction",
                 "request-validation", "multi-auth", "hmac-auth", "basic-auth", "jwt-auth",
-                "key-auth", "consumer-restriction", "proxy-rewrite", "api-breaker",
-                "limit-count", "redirect", "response-rewrite", "prometheus"}));
+                "key-auth", "consumer-restriction", "proxy-rewrite", "api-breaker", "limit-count",
+                "redirect", "response-rewrite", "prometheus"}));
   EXPECT_TRUE(check_plugins(limit));
   {
     // An empty list enables nothing; the order of the list does not matter.
