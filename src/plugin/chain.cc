@@ -41,6 +41,7 @@ void Context::reset() {
   pending = nullptr;
   scratch.clear();
   stash.clear();
+  breaker_key = 0;
   entry = 0;
   marks_[0] = marks_[1] = 0;
   entry_words_n_ = 0;

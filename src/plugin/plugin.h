@@ -174,6 +174,9 @@ struct Context {
   // prefer_route keeps to one instance); a second would need it keyed by entry. The values
   // are the client's, taken before any plugin edits the request.
   std::string stash;
+  // api-breaker's state key for this request (host + uri, read while the request head is
+  // there), for its header_filter, which no longer has the head. 0: not taken.
+  uint64_t breaker_key = 0;
 
   // One bit of per-request state for each plugin of the chains, for a hook to tell a later
   // phase's hook what it decided (response-rewrite: "this response is rewritten"). The runner

@@ -1,8 +1,10 @@
 #include "plugins/builtin.h"
 
+#include "plugins/api_breaker/api_breaker.h"
 #include "plugins/basic_auth/basic_auth.h"
 #include "plugins/consumer_restriction/consumer_restriction.h"
 #include "plugins/cors/cors.h"
+#include "plugins/fault_injection/fault_injection.h"
 #include "plugins/hmac_auth/hmac_auth.h"
 #include "plugins/ip_restriction/ip_restriction.h"
 #include "plugins/jwt_auth/jwt_auth.h"
@@ -18,6 +20,7 @@
 #include "plugins/redirect/redirect.h"
 #include "plugins/referer_restriction/referer_restriction.h"
 #include "plugins/request_id/request_id.h"
+#include "plugins/request_validation/request_validation.h"
 #include "plugins/response_rewrite/response_rewrite.h"
 #include "plugins/ua_restriction/ua_restriction.h"
 
@@ -28,10 +31,12 @@ std::span<const plugin::PluginInfo> builtin() {
   static const plugin::PluginInfo kBuiltin[] = {
       real_ip::info(),               // 23000
       request_id::info(),            // 12015
+      fault_injection::info(),       // 11000
       cors::info(),                  // 4000
       ip_restriction::info(),        // 3000
       ua_restriction::info(),        // 2999
       referer_restriction::info(),   // 2990
+      request_validation::info(),    // 2800
       multi_auth::info(),            // 2600
       hmac_auth::info(),             // 2530
       basic_auth::info(),            // 2520
@@ -39,6 +44,7 @@ std::span<const plugin::PluginInfo> builtin() {
       key_auth::info(),              // 2500
       consumer_restriction::info(),  // 2400
       proxy_rewrite::info(),         // 1008
+      api_breaker::info(),           // 1005
       limit_conn::info(),            // 1003
       limit_count::info(),           // 1002
       limit_req::info(),             // 1001
