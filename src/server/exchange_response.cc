@@ -91,8 +91,11 @@ void Exchange::start_response() {
     length = -1;
   } else if (resp_.body_kind == http::BodyKind::kNone) {
     pass_length = st_.method == http::Method::kHead || status == 304;
-    if (!pass_length && st_.up_method == http::Method::kHead && body_allowed) {
-      length = 0;  // the upstream was asked HEAD for a client's GET: an empty body
+    if (!pass_length && body_allowed) {
+      // An empty body the client must be told the length of: the upstream's Content-Length: 0
+      // (unframed, a kept-alive client would wait for the close), or the upstream was asked
+      // HEAD for a client's GET.
+      length = 0;
     }
   }
   if (status < 200 || status == 204) {

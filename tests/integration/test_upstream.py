@@ -284,6 +284,20 @@ def test_curl_sees_a_truncated_body_as_an_error(make_gateway, upstream):
     assert r.rc in (18, 56), r  # 18: partial file; 56: failure receiving (chunked cut)
 
 
+@pytest.mark.parametrize("status", [200, 404, 500])
+def test_an_empty_body_keeps_its_content_length(make_gateway, upstream, status):
+    """An upstream's `Content-Length: 0` reaches the client as such: without it, a kept-alive
+    client has no way to tell the (empty) body has ended and waits for the close."""
+    upstream.route("/empty", fixed(status, body=b""))
+    gw = make_gateway(routes=[route("/*", upstream)], workers=1)
+    with Client(gw.port, timeout=3.0) as c:
+        for _ in range(2):  # the second answer on the same connection proves the framing
+            r = c.get("/empty")
+            assert r.status == status and r.body == b""
+            assert r.header("content-length") == "0", r
+            assert r.header("transfer-encoding") is None
+
+
 # --------------------------------------------------------------------------- pass_host
 
 
