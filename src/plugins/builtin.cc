@@ -9,6 +9,7 @@
 #include "plugins/limit_count/limit_count.h"
 #include "plugins/multi_auth.h"
 #include "plugins/prometheus/prometheus.h"
+#include "plugins/proxy_cache/proxy_cache.h"
 #include "plugins/proxy_rewrite/proxy_rewrite.h"
 #include "plugins/redirect/redirect.h"
 #include "plugins/referer_restriction/referer_restriction.h"
@@ -29,6 +30,7 @@ std::span<const plugin::PluginInfo> builtin() {
       jwt_auth::info(),              // 2510
       key_auth::info(),              // 2500
       consumer_restriction::info(),  // 2400
+      proxy_cache::info(),           // 1085
       proxy_rewrite::info(),         // 1008
       limit_count::info(),           // 1002
       redirect::info(),              // 900
