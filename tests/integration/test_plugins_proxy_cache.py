@@ -288,6 +288,26 @@ def test_stampede_on_an_uncacheable_answer_goes_upstream(make_gateway, make_upst
     assert len(up.requests_for("/un")) >= 2  # the waiters went upstream themselves
 
 
+def test_a_waiter_gives_up_after_5_s(make_gateway, make_upstream, tmp_path):
+    # nginx's proxy_cache_lock_timeout (5 s): a request waiting on a slow fetch of its key
+    # goes upstream itself.
+    up = make_upstream("slow")
+    up.route("/lk", Delay(5.8, Echo()))
+    gw = make_gateway(admin=True, config=_zones(tmp_path))
+    _put(gw, 1, "/lk", up, {"cache_strategy": "memory", "cache_zone": "memory_cache"})
+    with ThreadPoolExecutor(2) as pool:
+        first = pool.submit(get, gw.port, "/lk", timeout=30)
+        time.sleep(0.3)
+        t0 = time.monotonic()
+        second = pool.submit(get, gw.port, "/lk", timeout=30).result()
+        took = time.monotonic() - t0
+        assert first.result().status == 200
+    assert second.status == 200 and _status(second) == "MISS", second
+    assert took > 10, "the waiter went upstream after its 5 s and waited 5.8 s more"
+    assert len(up.requests_for("/lk")) == 2
+    assert wait_until(lambda: "the fetch in flight took over 5000 ms" in gw.log_text())
+
+
 def test_plugin_check_texts(make_gateway, upstream, tmp_path):
     gw = _gw(make_gateway, tmp_path)
     r = gw.admin("PUT", "/routes/1", admin_route("/x", upstream, plugins={
@@ -323,5 +343,7 @@ def test_big_object_streams_through_the_disk_cache(make_gateway, upstream, tmp_p
         assert n == STREAM_BYTES and crc == req.sent_crc32
     assert len(upstream.requests_for("/big")) == 1
     growth = gw.vm_hwm_kib() - hwm0
+    print("gateway VmHWM grew by %d KiB over a miss and a hit of %d MiB" % (growth,
+                                                                          STREAM_BYTES >> 20))
     assert growth < 64 * 1024 and growth * 1024 < STREAM_BYTES // 4, \
         "gateway peak RSS grew by %d KiB for a %d-byte object" % (growth, STREAM_BYTES)

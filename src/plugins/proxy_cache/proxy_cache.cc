@@ -312,6 +312,7 @@ Action ProxyCache::join(Context& ctx, RequestState& st, bool look_again) const {
         return Waiter{ctx.worker->loop, ctx.worker->host, token};
       });
   if (j == Fills::Join::kWait) {
+    st.start_wait(ctx, token);
     return Action::kPending;
   }
   if (j == Fills::Join::kFound) {
@@ -346,6 +347,7 @@ void ProxyCache::wake(const Waiter& w) {
 }
 
 void ProxyCache::after_wait(Context& ctx, RequestState& st, uint64_t token) const {
+  st.stop_wait();
   Action a = Action::kContinue;
   if (mem_) {
     if (EntryPtr e = mem_->get(st.key, st.h); e != nullptr && now_s() - e->created <= e->ttl) {

@@ -2,6 +2,8 @@
 
 #include <unistd.h>
 
+#include "common/log.h"
+#include "io/event_loop.h"
 #include "plugins/proxy_cache/proxy_cache.h"
 
 namespace sluice::plugins::proxy_cache {
@@ -56,7 +58,30 @@ void RequestState::end_fill() {
   }
 }
 
+void RequestState::start_wait(plugin::Context& ctx, uint64_t token) {
+  host = ctx.worker->host;
+  wait_token = token;
+  ctx.worker->loop->arm(lock_timer, kLockTimeoutMs);
+}
+
+void RequestState::stop_wait() {
+  io::TimerQueue::cancel(lock_timer);
+  wait_token = 0;
+}
+
+void RequestState::on_lock_timeout(void* self) {
+  auto* st = static_cast<RequestState*>(self);
+  uint64_t token = st->wait_token;
+  st->wait_token = 0;
+  if (token != 0 && st->host->waiting(token) != nullptr) {
+    SLUICE_LOG(kInfo, "proxy-cache: key {}: the fetch in flight took over {} ms; going upstream",
+               st->key, kLockTimeoutMs);
+    st->host->resume(token, plugin::Action::kContinue);  // its fill's wake finds it gone
+  }
+}
+
 void RequestState::release() {
+  stop_wait();
   end_fill();
   if (open.fd >= 0) {
     ::close(open.fd);

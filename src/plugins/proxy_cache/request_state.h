@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "io/timer.h"
 #include "plugin/plugin.h"
 #include "plugins/proxy_cache/disk_zone.h"
 #include "plugins/proxy_cache/entry.h"
@@ -60,6 +61,12 @@ struct RequestState final : public plugin::Held {
   void release() override;
   // Ends a fill that stored nothing: its waiters go upstream themselves.
   void end_fill();
+  // Waits for another request's fill of the key, at most kLockTimeoutMs (nginx's
+  // proxy_cache_lock_timeout): then it goes upstream itself, storing nothing.
+  static constexpr uint64_t kLockTimeoutMs = 5000;
+  void start_wait(plugin::Context& ctx, uint64_t token);
+  void stop_wait();
+  static void on_lock_timeout(void* self);
 
   StatePool* pool = nullptr;
   const ProxyCache* plugin = nullptr;
@@ -79,6 +86,10 @@ struct RequestState final : public plugin::Held {
   std::string buf;
   MemorySource mem_source;
   FileSource file_source;
+  // Waiting for another's fill.
+  io::Timer lock_timer{&RequestState::on_lock_timeout, this};
+  plugin::Host* host = nullptr;
+  uint64_t wait_token = 0;
   // A fill.
   std::shared_ptr<Entry> building;
   DiskZone::Writer writer;

@@ -256,7 +256,8 @@ TEST_F(ApiTest, PluginsEndpoints) {
   EXPECT_EQ(r.body,
             "[\"ip-restriction\",\"ua-restriction\",\"referer-restriction\",\"multi-auth\",\"hmac-"
             "auth\",\"basic-auth\",\"jwt-auth\",\"key-auth\",\"consumer-restriction\",\"proxy-"
-            "rewrite\",\"limit-count\",\"redirect\",\"response-rewrite\",\"prometheus\"]\n");
+            "cache\",\"proxy-rewrite\",\"limit-count\",\"redirect\",\"response-rewrite\","
+            "\"prometheus\"]\n");
   r = call("GET", "/apisix/admin/plugins");
   ASSERT_EQ(r.status, 200) << r.body;
   EXPECT_EQ(json(r), Json::parse(R"({"ip-restriction": {"priority": 3000},
@@ -268,6 +269,7 @@ TEST_F(ApiTest, PluginsEndpoints) {
                                      "jwt-auth": {"priority": 2510},
                                      "key-auth": {"priority": 2500},
                                      "consumer-restriction": {"priority": 2400},
+                                     "proxy-cache": {"priority": 1085},
                                      "proxy-rewrite": {"priority": 1008},
                                      "limit-count": {"priority": 1002},
                                      "redirect": {"priority": 900},

@@ -70,11 +70,12 @@ std::vector<std::string> names_of(std::span<const PluginInfo> registry) {
 }
 
 TEST(PluginRegistry, EnablesEveryBuiltInPluginByDefault) {
-  EXPECT_EQ(names_of(all_plugins()),
-            (std::vector<std::string>{
-                "ip-restriction", "ua-restriction", "referer-restriction", "multi-auth",
-                "hmac-auth", "basic-auth", "jwt-auth", "key-auth", "consumer-restriction",
-                "proxy-rewrite", "limit-count", "redirect", "response-rewrite", "prometheus"}));
+  EXPECT_EQ(
+      names_of(all_plugins()),
+      (std::vector<std::string>{"ip-restriction", "ua-restriction", "referer-restriction",
+                                "multi-auth", "hmac-auth", "basic-auth", "jwt-auth", "key-auth",
+                                "consumer-restriction", "proxy-cache", "proxy-rewrite",
+                                "limit-count", "redirect", "response-rewrite", "prometheus"}));
   const PluginInfo* lc = find_plugin("limit-count");
   ASSERT_NE(lc, nullptr);
   EXPECT_EQ(lc->priority, 1002);
@@ -104,11 +105,12 @@ TEST(PluginRegistry, SetEnabledPluginsNarrowsTheSet) {
     EXPECT_EQ(check_plugin_metadata("limit-count", Json::object(), all_plugins()).message(),
               "unknown plugin [limit-count]");
   }
-  EXPECT_EQ(names_of(all_plugins()),
-            (std::vector<std::string>{
-                "ip-restriction", "ua-restriction", "referer-restriction", "multi-auth",
-                "hmac-auth", "basic-auth", "jwt-auth", "key-auth", "consumer-restriction",
-                "proxy-rewrite", "limit-count", "redirect", "response-rewrite", "prometheus"}));
+  EXPECT_EQ(
+      names_of(all_plugins()),
+      (std::vector<std::string>{"ip-restriction", "ua-restriction", "referer-restriction",
+                                "multi-auth", "hmac-auth", "basic-auth", "jwt-auth", "key-auth",
+                                "consumer-restriction", "proxy-cache", "proxy-rewrite",
+                                "limit-count", "redirect", "response-rewrite", "prometheus"}));
   EXPECT_TRUE(check_plugins(limit));
   {
     // An empty list enables nothing; the order of the list does not matter.
@@ -124,7 +126,7 @@ TEST(PluginRegistry, SetEnabledPluginsNarrowsTheSet) {
     EXPECT_EQ(names_of(all_plugins()), (std::vector<std::string>{"limit-count", "prometheus"}));
   }
   EXPECT_EQ(set_enabled_plugins(nullptr), std::vector<std::string>{});
-  EXPECT_EQ(all_plugins().size(), 14u);
+  EXPECT_EQ(all_plugins().size(), 15u);
 }
 
 TEST(CheckPlugins, WithTheBuiltInRegistry) {
