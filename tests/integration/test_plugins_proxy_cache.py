@@ -347,3 +347,21 @@ def test_big_object_streams_through_the_disk_cache(make_gateway, upstream, tmp_p
                                                                           STREAM_BYTES >> 20))
     assert growth < 64 * 1024 and growth * 1024 < STREAM_BYTES // 4, \
         "gateway peak RSS grew by %d KiB for a %d-byte object" % (growth, STREAM_BYTES)
+
+
+def test_on_a_service_and_a_global_rule(make_gateway, upstream, tmp_path):
+    gw = _gw(make_gateway, tmp_path)
+    mem = {"cache_strategy": "memory", "cache_zone": "memory_cache"}
+    r = gw.admin("PUT", "/services/s1", {"plugins": {"proxy-cache": mem},
+                                         "upstream": admin_route("/", upstream)["upstream"]})
+    assert r.status in (200, 201), r
+    assert gw.admin("PUT", "/routes/1", {"uri": "/svc", "service_id": "s1"}).status in (200, 201)
+    assert [_status(get(gw.port, "/svc")) for _ in range(2)] == ["MISS", "HIT"]
+    r = gw.admin("PUT", "/global_rules/1", {"plugins": {"proxy-cache": dict(
+        mem, cache_key=["global-", "$uri"])}})
+    assert r.status in (200, 201), r
+    assert gw.admin("PUT", "/routes/2", admin_route("/g", upstream)).status in (200, 201)
+    assert [_status(get(gw.port, "/g")) for _ in range(2)] == ["MISS", "HIT"]
+    # The route's own instance and the global one: the first to run (the global rule's) acts.
+    assert [_status(get(gw.port, "/svc?x=1")) for _ in range(2)] == ["MISS", "HIT"]
+    assert len(upstream.requests_for("/g")) == 1
