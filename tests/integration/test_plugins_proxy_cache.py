@@ -156,6 +156,13 @@ def test_head_is_served_from_a_get_entry(make_gateway, upstream, tmp_path):
     assert upstream.requests_for("/h")[0].method == "GET"  # nginx's proxy_cache_convert_head
     g = get(gw.port, "/h")
     assert _status(g) == "HIT" and json.loads(g.body)["method"] == "GET", g
+    with Client(gw.port) as c:  # a HEAD hit: the head, no body, the connection reusable
+        c.send(build_request("HEAD", "/h"))
+        r = c.read_response(method="HEAD")
+        assert (r.status, _status(r), r.body) == (200, "HIT", b""), r
+        assert r.header("content-length") == str(len(g.body)), r
+        c.send(build_request("GET", "/h"))
+        assert c.read_response().body == g.body
 
 
 def test_cache_method_and_status(make_gateway, upstream, tmp_path):
