@@ -14,8 +14,8 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 
 from fake_upstream import Delay, Echo, Fixed, download
-from harness import (Client, admin_route, build_request, get, http, iter_body, read_head,
-                     wait_until)
+from harness import (Client, admin_route, build_request, free_port, get, http, iter_body,
+                     read_head, wait_until)
 
 STREAM_BYTES = int(os.environ.get("SLUICE_STREAM_BYTES", str(1 << 30)))
 
@@ -118,6 +118,23 @@ def test_doc_retrieve_responses_from_cache_conditionally(make_gateway, upstream,
     assert (r.status, _status(r)) == (200, "MISS"), r
     r = get(gw.port, "/anything", headers=[("bypass", "1")])
     assert (r.status, _status(r)) == (200, "BYPASS"), r
+
+
+def test_doc_cache_for_502_and_504(make_gateway, tmp_path):
+    # The page's node is an unreachable address (a 504 after the connect timeout); here a port
+    # nothing listens on gives the other status the page names, 502, at once.
+    gw = _gw(make_gateway, tmp_path, cache_ttl="60s")
+    r = gw.admin("PUT", "/routes", {
+        "id": "proxy-cache-route",
+        "uri": "/timeout",
+        "plugins": {"proxy-cache": {}},
+        "upstream": {"type": "roundrobin", "nodes": {"127.0.0.1:%d" % free_port(): 1}}})
+    assert r.status in (200, 201), r
+    got = [http(gw.port, "HEAD", "/timeout") for _ in range(4)]
+    assert [(x.status, _status(x)) for x in got] == \
+        [(502, "MISS"), (502, "HIT"), (502, "HIT"), (502, "HIT")], got
+    body = get(gw.port, "/timeout")
+    assert (body.status, _status(body)) == (502, "HIT") and b"502" in body.body, body
 
 
 # --------------------------------------------------------------- behaviour

@@ -88,6 +88,13 @@ void ProxyCache::header_filter(Context& ctx) const {
   if (st->role != Role::kFill) {
     return;
   }
+  if (ctx.upstream_resp == nullptr && disk_ && (ctx.status == 502 || ctx.status == 504)) {
+    // nginx's `proxy_cache_valid any` (APISIX's cache_ttl) covers its own 502/504 after the
+    // tries, as APISIX's docs show: stored when its body, which is whole, goes by.
+    st->gateway_error = ctx.status;
+    st->buf.clear();
+    return;
+  }
   int64_t ttl = storable(ctx, *st);
   const http::ResponseHead* up = ctx.upstream_resp;
   if (ttl > 0 && mem_ && up->body_kind == http::BodyKind::kLength &&
@@ -126,6 +133,10 @@ void ProxyCache::header_filter(Context& ctx) const {
 
 void ProxyCache::body_filter(Context& ctx, plugin::BodyPiece& piece) const {
   RequestState* st = state_of(ctx, this);
+  if (st != nullptr && st->role == Role::kFill && st->gateway_error != 0) {
+    store_gateway_error(*st, piece);
+    return;
+  }
   if (st == nullptr || st->role != Role::kFill || !st->building) {
     return;
   }
@@ -159,6 +170,28 @@ void ProxyCache::body_filter(Context& ctx, plugin::BodyPiece& piece) const {
   }
   st->end_fill();  // wakes the waiters, who find the entry
   st->role = Role::kStored;
+}
+
+void ProxyCache::store_gateway_error(RequestState& st, const plugin::BodyPiece& piece) const {
+  st.buf.append(piece.data());
+  if (!piece.eof()) {
+    return;
+  }
+  Entry e;
+  e.key = st.key;
+  e.status = st.gateway_error;
+  e.created = now_s();
+  e.ttl = disk_ttl_;
+  if (!st.buf.empty()) {
+    e.add_field("Content-Type", st.buf.front() == '{' ? "application/json" : "text/plain");
+  }
+  e.freeze();
+  if (st.writer.start(disk_.get(), e) && st.writer.write(st.buf)) {
+    st.writer.commit();
+  }
+  st.buf.clear();
+  st.end_fill();
+  st.role = Role::kStored;
 }
 
 void ProxyCache::log(Context& ctx) const {

@@ -70,6 +70,8 @@ class ProxyCache final : public plugin::Plugin {
   bool serve_disk(plugin::Context& ctx, RequestState& st) const;
   void hit_fields(plugin::Context& ctx, RequestState& st, const Entry& e) const;
   void after_wait(plugin::Context& ctx, RequestState& st, uint64_t token) const;
+  // The gateway's own 502/504 (disk strategy), written once its body is whole.
+  void store_gateway_error(RequestState& st, const plugin::BodyPiece& piece) const;
   // The response's TTL when it may be stored, else -1.
   int64_t storable(plugin::Context& ctx, RequestState& st) const;
 

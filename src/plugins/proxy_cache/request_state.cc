@@ -90,6 +90,7 @@ void RequestState::release() {
   entry.reset();
   role = Role::kNone;
   convert_head = false;
+  gateway_error = 0;
   plugin = nullptr;
   mem = nullptr;
   disk = nullptr;

@@ -91,6 +91,7 @@ struct RequestState final : public plugin::Held {
   plugin::Host* host = nullptr;
   uint64_t wait_token = 0;
   // A fill.
+  int gateway_error = 0;  // the gateway's own 502/504, stored whole at its end (disk)
   std::shared_ptr<Entry> building;
   DiskZone::Writer writer;
 };
