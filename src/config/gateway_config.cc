@@ -17,6 +17,7 @@
 #include "config/gateway_values.h"
 #include "config/yaml_json.h"
 #include "plugins/prometheus/attr.h"
+#include "plugins/proxy_cache/config.h"
 #include "router/ip.h"
 
 namespace sluice::config {
@@ -135,7 +136,17 @@ class Reader {
          {"max_connections",
           [this](auto& x, auto& p) { return assign(p, &cfg.max_connections, connection_cap(x)); }},
          {"data_encryption", [this](auto& x, auto& p) { return apisix_data_encryption(x, p); }},
-         {"ssl", [this](auto& x, auto& p) { return apisix_ssl(x, p); }}});
+         {"ssl", [this](auto& x, auto& p) { return apisix_ssl(x, p); }},
+         {"proxy_cache", [this](auto& x, auto& p) {
+            // proxy-cache's zones and disk TTL, checked here, read by the plugin from
+            // plugin_attr["proxy-cache"] (plugin::Shared::attr).
+            auto section = plugins::proxy_cache::check_config_section(x);
+            if (!section.is_ok()) {
+              return error_at(p, section.status().message());
+            }
+            cfg.plugin_attr["proxy-cache"] = *section;
+            return Status::ok();
+          }}});
   }
 
   // apisix.ssl: the HTTPS listener, and the CA bundle upstream and etcd certificates are

@@ -29,6 +29,13 @@ void Context::reset() {
   body_buffer.clear();
   reply_status = 0;
   reply_body.clear();
+  reply_source = nullptr;
+  reply_fields = {};
+  reply_length = -1;
+  if (held != nullptr) {
+    held->release();
+    held = nullptr;
+  }
   timed = false;
   status = 0;
   upstream_ip = {};

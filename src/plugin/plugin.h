@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -103,6 +104,30 @@ struct WorkerLocal {
   std::unordered_map<std::string, std::unique_ptr<WorkerObject>> objects_;
 };
 
+// A body a plugin produces piece by piece for its own answer (proxy-cache's hits, from memory
+// or from a file): the exchange asks for the next piece only once the previous one reached
+// the client's socket, so a slow client holds one piece, never the whole body.
+// Thread: worker
+class BodySource {
+ public:
+  enum class Read : uint8_t { kData, kEnd, kError };
+  virtual ~BodySource() = default;
+  // The next piece (kData, never empty), valid until the next call; kEnd after the last;
+  // kError when the body cannot be read whole (the connection is then closed, as for an
+  // upstream that breaks mid-body).
+  virtual Read next(std::string_view* piece) = 0;
+};
+
+// A per-request object a plugin keeps across its hooks (proxy-cache: the entry a hit serves,
+// the fill a miss writes). The plugin releases it in its log hook; Context::reset() releases
+// one left over (a request whose log phase a filter skipped).
+// Thread: worker
+class Held {
+ public:
+  virtual ~Held() = default;
+  virtual void release() = 0;
+};
+
 // One request as the plugins see it. Lives in the exchange's reusable state; reset()
 // between requests keeps the strings' capacity.
 // Thread: worker
@@ -146,6 +171,16 @@ struct Context {
   // Set with Action::kReply: the status and (JSON) body of the gateway's answer.
   int reply_status = 0;
   std::string reply_body;
+  // With Action::kReply, instead of reply_body: a response of the plugin's own making whose
+  // body comes from `reply_source` piece by piece (with backpressure), with the head's fields
+  // `reply_fields` (the plugin's; they must live until the log phase) and the body's length
+  // `reply_length` (-1: unknown, framed by the codec). header_filter and body_filter run on
+  // it as on any answer.
+  BodySource* reply_source = nullptr;
+  std::span<const http::Header> reply_fields;
+  int64_t reply_length = -1;
+  // The per-request object of the one plugin that keeps one (see Held); null otherwise.
+  Held* held = nullptr;
   // Where BodyPiece::replace() keeps the bytes of the piece in flight.
   std::string body_buffer;
 

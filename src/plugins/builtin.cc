@@ -14,6 +14,7 @@
 #include "plugins/limit_req/limit_req.h"
 #include "plugins/multi_auth.h"
 #include "plugins/prometheus/prometheus.h"
+#include "plugins/proxy_cache/proxy_cache.h"
 #include "plugins/proxy_rewrite/proxy_rewrite.h"
 #include "plugins/public_api/public_api.h"
 #include "plugins/real_ip/real_ip.h"
@@ -43,6 +44,7 @@ std::span<const plugin::PluginInfo> builtin() {
       jwt_auth::info(),              // 2510
       key_auth::info(),              // 2500
       consumer_restriction::info(),  // 2400
+      proxy_cache::info(),           // 1085
       proxy_rewrite::info(),         // 1008
       api_breaker::info(),           // 1005
       limit_conn::info(),            // 1003

@@ -152,6 +152,8 @@ Exchange::Step Exchange::step() {
       return stream_response();
     case Phase::kReply:
       return write_reply();
+    case Phase::kSource:
+      return stream_source();
   }
   return Step::kDone;
 }

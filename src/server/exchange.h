@@ -92,6 +92,7 @@ class Exchange final : public proxy::UpstreamOwner {
     kAwaitHead,   // waiting for the upstream's response head
     kStream,      // the response body streaming to the client
     kReply,       // a gateway-made response being written
+    kSource,      // a plugin's own response (Context::reply_source) streaming to the client
     kDone,        // the response went out whole
     kClosed,      // ended early: the connection must close
   };
@@ -207,6 +208,11 @@ class Exchange final : public proxy::UpstreamOwner {
   void add_edited_fields(const plugin::HeaderEdits& edits);
   Step stream_response();
   bool send_piece(std::string_view data);
+  // A hook's Action::kReply: the gateway's reply, or the plugin's own response with a body
+  // from Context::reply_source, streamed by stream_source.
+  void plugin_reply();
+  void source_reply();
+  Step stream_source();
 
   Worker& w_;
   std::unique_ptr<proxy::UpstreamRequest> up_;

@@ -152,7 +152,7 @@ bool Exchange::plugin_verdict(plugin::Action a) {
     return false;
   }
   if (a == plugin::Action::kReply) {
-    reply(pctx_.reply_status, pctx_.reply_body, false);
+    plugin_reply();
     return false;
   }
   return true;
@@ -166,7 +166,7 @@ void Exchange::on_plugin_resume(plugin::Action a) {
     plugin::resumed(chains_, pctx_, a);
   }
   if (a == plugin::Action::kReply) {
-    reply(pctx_.reply_status, pctx_.reply_body, false);
+    plugin_reply();
   } else if (run_request_plugins()) {
     route_request();
   }

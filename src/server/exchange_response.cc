@@ -201,4 +201,100 @@ Exchange::Step Exchange::stream_response() {
   }
 }
 
+void Exchange::plugin_reply() {
+  if (pctx_.reply_source == nullptr) {
+    reply(pctx_.reply_status, pctx_.reply_body, false);
+    return;
+  }
+  source_reply();
+}
+
+// A plugin's own response: its fields, then header_filter's edits, then the body from the
+// plugin's source, one piece in flight at a time.
+void Exchange::source_reply() {
+  end_try(false);
+  release_head();
+  forget_plugin_wait();
+  int status = pctx_.reply_status;
+  plugin_header_filter(status, nullptr);
+  const plugin::ResponseEdits& ed = pctx_.resp;
+  status = ed.status != 0 ? ed.status : status;
+  fields_.clear();
+  if (!ed.headers.drops("date")) {
+    fields_.push_back({"Date", w_.http_date()});
+  }
+  for (const http::Header& h : pctx_.reply_fields) {
+    if (!ed.headers.drops(h.name)) {
+      fields_.push_back(h);
+    }
+  }
+  add_edited_fields(ed.headers);
+  bool bodiless = status < 200 || status == 204 || status == 304;
+  st_.body_allowed = !bodiless && st_.method != http::Method::kHead;
+  int64_t length = pctx_.reply_length;
+  if (ed.content_length >= 0) {
+    length = ed.content_length;
+  } else if (ed.body_changes) {
+    length = -1;
+  }
+  ResponseStart r;
+  r.status = status;
+  r.fields = fields_;
+  r.content_length = bodiless ? -1 : length;
+  r.bodiless = !st_.body_allowed;
+  down_->send_head(r);
+  st_.response_started = true;
+  st_.phase = Phase::kSource;
+  io::TimerQueue::cancel(timer_);  // a slow client is the connection's send timeout
+}
+
+Exchange::Step Exchange::stream_source() {
+  while (true) {
+    if (st_.piece) {
+      switch (down_->flush()) {
+        case Downstream::Flush::kWait:
+          return Step::kWait;
+        case Downstream::Flush::kClosed:
+          close_early();
+          return Step::kClose;
+        case Downstream::Flush::kDone:
+          break;
+      }
+      st_.piece = false;
+      if (st_.end_sent) {
+        if (st_.plugins) {
+          end_plugins();
+        }
+        snap_.reset();
+        st_.phase = Phase::kDone;
+        return Step::kDone;
+      }
+    }
+    std::string_view piece;
+    plugin::BodySource::Read rd = plugin::BodySource::Read::kEnd;
+    if (st_.body_allowed) {  // HEAD and bodiless statuses read nothing
+      rd = pctx_.reply_source->next(&piece);
+    }
+    if (rd == plugin::BodySource::Read::kError) {
+      SLUICE_LOG(kError, "route {}: the plugin's response body could not be read whole",
+                 pctx_.route_id);
+      close_early();
+      return Step::kClose;
+    }
+    if (rd == plugin::BodySource::Read::kData) {
+      st_.piece = true;
+      send_piece(piece);
+      continue;
+    }
+    std::string_view tail = plugin::run_body_filter(chains_, pctx_, {}, true);
+    if (!tail.empty() && st_.body_allowed) {
+      pctx_.bytes_out += tail.size();
+      down_->send_data(tail);
+    }
+    down_->send_end();
+    st_.end_sent = true;
+    st_.piece = true;
+  }
+}
+
 }  // namespace sluice::server

@@ -13,8 +13,8 @@ from harness import (NOT_FOUND_BODY, admin_route, admin_upstream, expect_error, 
 BUILTINS = ["real-ip", "request-id", "fault-injection", "cors", "ip-restriction",
             "ua-restriction", "referer-restriction", "request-validation", "multi-auth",
             "hmac-auth", "basic-auth", "jwt-auth", "key-auth", "consumer-restriction",
-            "proxy-rewrite", "api-breaker", "limit-conn", "limit-count", "limit-req", "redirect",
-            "response-rewrite", "public-api", "prometheus"]
+            "proxy-cache", "proxy-rewrite", "api-breaker", "limit-conn", "limit-count",
+            "limit-req", "redirect", "response-rewrite", "public-api", "prometheus"]
 LC_ERR = "failed to check the configuration of plugin limit-count err: "
 PROM_ERR = "failed to check the configuration of plugin prometheus err: "
 LC = {"count": 2, "time_window": 60}

@@ -61,32 +61,41 @@ class EnabledPlugins {
   std::vector<std::string> unknown_;
 };
 
-// Every built-in plugin, highest priority first.
-const std::vector<std::string> kBuiltinNames = {
-    "real-ip",
-    "request-id",
-    "fault-injection",
-    "cors",
-    "ip-restriction",
-    "ua-restriction",
-    "referer-restriction",
-    "request-validation",
-    "multi-auth",
-    "hmac-auth",
-    "basic-auth",
-    "jwt-auth",
-    "key-auth",
-    "consumer-restriction",
-    "proxy-rewrite",
-    "api-breaker",
-    "limit-conn",
-    "limit-count",
-    "limit-req",
-    "redirect",
-    "response-rewrite",
-    "public-api",
-    "prometheus",
+// Every built-in plugin with APISIX's priority, highest first.
+const std::vector<std::pair<std::string, int>> kBuiltins = {
+    {"real-ip", 23000},
+    {"request-id", 12015},
+    {"fault-injection", 11000},
+    {"cors", 4000},
+    {"ip-restriction", 3000},
+    {"ua-restriction", 2999},
+    {"referer-restriction", 2990},
+    {"request-validation", 2800},
+    {"multi-auth", 2600},
+    {"hmac-auth", 2530},
+    {"basic-auth", 2520},
+    {"jwt-auth", 2510},
+    {"key-auth", 2500},
+    {"consumer-restriction", 2400},
+    {"proxy-cache", 1085},
+    {"proxy-rewrite", 1008},
+    {"api-breaker", 1005},
+    {"limit-conn", 1003},
+    {"limit-count", 1002},
+    {"limit-req", 1001},
+    {"redirect", 900},
+    {"response-rewrite", 899},
+    {"public-api", 501},
+    {"prometheus", 500},
 };
+
+const std::vector<std::string> kBuiltinNames = [] {
+  std::vector<std::string> out;
+  for (const auto& [name, priority] : kBuiltins) {
+    out.push_back(name);
+  }
+  return out;
+}();
 
 std::vector<std::string> names_of(std::span<const PluginInfo> registry) {
   std::vector<std::string> out;
@@ -98,6 +107,11 @@ std::vector<std::string> names_of(std::span<const PluginInfo> registry) {
 
 TEST(PluginRegistry, EnablesEveryBuiltInPluginByDefault) {
   EXPECT_EQ(names_of(all_plugins()), kBuiltinNames);
+  for (const auto& [name, priority] : kBuiltins) {
+    const PluginInfo* info = find_plugin(name);
+    ASSERT_NE(info, nullptr) << name;
+    EXPECT_EQ(info->priority, priority) << name;
+  }
   const PluginInfo* lc = find_plugin("limit-count");
   ASSERT_NE(lc, nullptr);
   EXPECT_EQ(lc->priority, 1002);
