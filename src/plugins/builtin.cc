@@ -1,7 +1,9 @@
 #include "plugins/builtin.h"
 
 #include "plugins/basic_auth/basic_auth.h"
+#include "plugins/brotli/brotli.h"
 #include "plugins/consumer_restriction/consumer_restriction.h"
+#include "plugins/gzip/gzip.h"
 #include "plugins/hmac_auth/hmac_auth.h"
 #include "plugins/ip_restriction/ip_restriction.h"
 #include "plugins/jwt_auth/jwt_auth.h"
@@ -31,6 +33,8 @@ std::span<const plugin::PluginInfo> builtin() {
       consumer_restriction::info(),  // 2400
       proxy_rewrite::info(),         // 1008
       limit_count::info(),           // 1002
+      brotli::info(),                // 996
+      gzip::info(),                  // 995
       redirect::info(),              // 900
       response_rewrite::info(),      // 899
       prometheus::info(),            // 500
