@@ -73,15 +73,19 @@ StatusOr<Common> types(const Json& v, Common c) {
     c.types.clear();
     return c;
   }
-  auto list = v.is_array() ? schema::as_string_array(
-                                 v, [](const Json& s) { return schema::as_string(s, 1); }, 1)
-                           : StatusOr<std::vector<std::string>>(Status::error(""));
-  if (!list.is_ok() || !v.is_array()) {
-    // anyOf {array of strings, enum "*"}: jsonschema names no branch.
-    return Status::error("object matches none of the required");
+  // anyOf {array of non-empty strings (repeats allowed), enum "*"}: jsonschema names no branch.
+  auto none = Status::error("object matches none of the required");
+  if (!v.is_array() || v.empty()) {
+    return none;
   }
   c.any_type = false;
-  c.types = std::move(list).value();
+  c.types.clear();
+  for (const Json& t : v) {
+    if (!t.is_string() || t.get_ref<const std::string&>().empty()) {
+      return none;
+    }
+    c.types.push_back(t.get<std::string>());
+  }
   return c;
 }
 
