@@ -8,6 +8,7 @@ import subprocess
 import zlib
 
 import fake_upstream as fu
+from test_plugins_gzip import sanitized
 from harness import Client, admin_route, build_request, curl, expect_error, iter_body, vm_rss_kib
 
 ERR = "failed to check the configuration of plugin brotli err: "
@@ -146,7 +147,7 @@ def test_clients_leaving_mid_stream_leak_nothing(make_gateway, upstream):
     for _ in range(60):  # each leaked encoder would keep over 1 MiB touched
         leave()
     grew = vm_rss_kib(gw.pid) - before
-    assert grew < 24 * 1024, "RSS grew by %d KiB after 60 aborted answers" % grew
+    assert sanitized() or grew < 24 * 1024, "RSS grew by %d KiB after 60 aborted answers" % grew
 
 
 def test_gateway_answers_under_a_global_rule(make_gateway):

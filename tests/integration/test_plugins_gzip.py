@@ -6,9 +6,12 @@ rewrite, and the Admin API's 400s with APISIX's texts."""
 
 import zlib
 
+import pytest
+
 import fake_upstream as fu
-from harness import (Client, admin_route, build_request, curl, expect_error, get, read_head,
-                     iter_body, vm_hwm_kib, vm_rss_kib)
+import harness
+from harness import (Client, admin_route, build_request, curl, expect_error, iter_body,
+                     vm_hwm_kib, vm_rss_kib)
 
 ERR = "failed to check the configuration of plugin gzip err: "
 PAGE = b"<html><body>" + b"<p>Sluice compresses this page.</p>" * 40 + b"</body></html>\n"
@@ -27,9 +30,17 @@ def _put(gw, rid, uri, up, conf, **extra):
     return _ok(gw.admin("PUT", "/routes/%s" % rid, admin_route(uri, up, plugins=plugins, **extra)))
 
 
-def _raw(gw, path, accept="gzip", method="GET", version="HTTP/1.1"):
+def sanitized():
+    """A sanitizer build keeps freed memory in quarantine: RSS says nothing about leaks there
+    (test_memory.py skips for the same reason); the aborts still run under ASan's checks."""
+    with open(harness.SLUICE_BIN, "rb") as f:
+        data = f.read()
+    return b"__asan_init" in data or b"__tsan_init" in data
+
+
+def _raw(gw, path, accept="gzip", method="GET", version="HTTP/1.1", headers=()):
     """One request by hand: the head and the body as it came (chunks joined)."""
-    headers = [("Accept-Encoding", accept)] if accept else []
+    headers = list(headers) + ([("Accept-Encoding", accept)] if accept else [])
     with Client(gw.port) as c:
         c.send(build_request(method, path, headers, version=version))
         resp = c.read_head()
@@ -174,6 +185,7 @@ def _text_crc(total):
     return crc
 
 
+@pytest.mark.streaming
 def test_one_gib_streamed_in_constant_memory(make_gateway, upstream):
     gw = make_gateway(admin=True)
     total = 1 << 30
@@ -185,7 +197,7 @@ def test_one_gib_streamed_in_constant_memory(make_gateway, upstream):
     n, crc = _stream(gw, "/big", total)
     assert n == total and crc == _text_crc(total)
     grew = vm_hwm_kib(gw.pid) - before
-    assert grew < 16 * 1024, "peak RSS grew by %d KiB over a 1 GiB answer" % grew
+    assert sanitized() or grew < 16 * 1024, "peak RSS grew by %d KiB over a 1 GiB answer" % grew
 
 
 def test_random_bytes_stream_to_the_same_bytes(make_gateway, upstream):
@@ -208,7 +220,7 @@ def test_clients_leaving_mid_stream_leak_nothing(make_gateway, upstream):
     for _ in range(200):
         _stream(gw, "/big", 0, leave_after=64 << 10)
     grew = vm_rss_kib(gw.pid) - before
-    assert grew < 16 * 1024, "RSS grew by %d KiB after 200 aborted answers" % grew
+    assert sanitized() or grew < 16 * 1024, "RSS grew by %d KiB after 200 aborted answers" % grew
     n, crc = _stream(gw, "/big", 64 << 20)
     assert n == 64 << 20 and crc == fu.pattern_crc(64 << 20)
 
@@ -234,6 +246,24 @@ def test_gateway_answers_under_a_global_rule(make_gateway, upstream):
     _ok(gw.admin("PUT", "/routes/1", {"uri": "/page", "service_id": "s1"}))
     resp, body = _raw(gw, "/page")
     assert resp.header("content-encoding") == "gzip"
+    assert zlib.decompress(body, 31) == PAGE
+
+
+def test_plugin_config_and_consumer(make_gateway, upstream):
+    gw = make_gateway(admin=True)
+    upstream.route("/page", fu.Fixed(200, HTML, PAGE))
+    _ok(gw.admin("PUT", "/plugin_configs/pc", {"plugins": {"gzip": {"comp_level": 9}}}))
+    _ok(gw.admin("PUT", "/routes/1", admin_route("/page", upstream, plugin_config_id="pc")))
+    resp, body = _raw(gw, "/page")
+    assert resp.header("content-encoding") == "gzip"
+    assert zlib.decompress(body, 31) == PAGE
+    # On a consumer: merged into the route the consumer authenticates on.
+    _ok(gw.admin("PUT", "/consumers/jack", {"username": "jack", "plugins": {
+        "key-auth": {"key": "k1"}, "gzip": {}}}))
+    _ok(gw.admin("PUT", "/routes/1", admin_route("/page", upstream,
+                                                 plugins={"key-auth": {}})))
+    resp, body = _raw(gw, "/page", headers=[("apikey", "k1")])
+    assert resp.status == 200 and resp.header("content-encoding") == "gzip", resp
     assert zlib.decompress(body, 31) == PAGE
 
 

@@ -18,9 +18,18 @@ const plugin::PluginInfo& info();
 class Gzip final : public plugin::Plugin, public plugin::BodyCoder {
  public:
   explicit Gzip(Conf conf) : conf_(std::move(conf)) {}
-  uint32_t phases() const override { return plugin::phase_bit(plugin::Phase::kHeaderFilter); }
+  // head() reads Accept-Encoding before any phase; rewrite() again (a no-op once read) for an
+  // instance a consumer brings, merged into the chain after head() ran.
+  uint32_t phases() const override {
+    return plugin::phase_bit(plugin::Phase::kRewrite) |
+           plugin::phase_bit(plugin::Phase::kHeaderFilter);
+  }
   bool reads_head() const override { return true; }
   void head(plugin::Context& ctx) const override;
+  plugin::Action rewrite(plugin::Context& ctx) const override {
+    head(ctx);
+    return plugin::Action::kContinue;
+  }
   void header_filter(plugin::Context& ctx) const override;
   void start(plugin::Context& ctx) const override;
   void code(plugin::Context& ctx, plugin::BodyPiece& piece) const override;
