@@ -71,7 +71,7 @@ TEST(DecodeCommon, ApisixTexts) {
   EXPECT_FALSE(c->any_type);
   EXPECT_EQ(c->types, std::vector<std::string>{"text/css"});
   EXPECT_FALSE(c->http10);
-  EXPECT_TRUE(decode(R"({"http_version": 1})").is_ok());  // Lua: 1 == 1.0
+  EXPECT_TRUE(decode(R"({"http_version": 1})").is_ok());                  // Lua: 1 == 1.0
   EXPECT_TRUE(decode(R"({"types": ["text/css", "text/css"]})").is_ok());  // no uniqueItems
   struct Bad {
     const char* conf;
