@@ -223,7 +223,9 @@ bool head_qualifies(const Common& c, const Context& ctx, bool* type_later) {
 bool final_qualifies(const Common& c, const Context& ctx, bool nginx_statuses) {
   int status = final_status(ctx);
   bool bodiless = status < 200 || status == 204 || status == 304 || (ctx.coding & kHead) != 0;
-  if (bodiless || (nginx_statuses && status != 200 && status != 403 && status != 404)) {
+  // A 206's Content-Range counts bytes of the identity body: never compressed.
+  if (bodiless || status == 206 ||
+      (nginx_statuses && status != 200 && status != 403 && status != 404)) {
     return false;
   }
   std::string_view encoding;

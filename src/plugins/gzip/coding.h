@@ -62,8 +62,8 @@ std::string_view reply_type(const plugin::Context& ctx, std::string_view body);
 // For a gateway-made answer (no upstream head) the type is known only with its body:
 // `type_later` is set and the type is not tested.
 bool head_qualifies(const Common& c, const plugin::Context& ctx, bool* type_later);
-// The test once the head is final: a response with a body (not HEAD, 1xx, 204 or 304), not
-// encoded already, and the type and length tests again (a later plugin may have changed
+// The test once the head is final: a response with a body (not HEAD, 1xx, 204 or 304), not a
+// 206, not encoded already, and the type and length tests again (a later plugin may have changed
 // them). `nginx_statuses`: only a 200, 403 or 404, as nginx's gzip filter (APISIX's brotli
 // compresses any status).
 bool final_qualifies(const Common& c, const plugin::Context& ctx, bool nginx_statuses);
