@@ -13,6 +13,8 @@ uint64_t monotonic_ns() {
 }
 
 void Context::reset() {
+  end_coder();  // a request that never reached its log phase
+  coding = 0;
   req = nullptr;
   match = {};
   real_ip.clear();
@@ -52,6 +54,14 @@ void Context::reset() {
   entry = 0;
   marks_[0] = marks_[1] = 0;
   entry_words_n_ = 0;
+}
+
+void Context::end_coder() {
+  if (coder_state != nullptr) {
+    coder_state->release();
+    coder_state = nullptr;
+  }
+  coder = nullptr;
 }
 
 void WorkerLocal::set_slot(const void* tag, void* value) {
@@ -293,34 +303,46 @@ void resumed(const Chains& c, Context& ctx, Action a) {
 }
 
 void run_response(const Chains& c, Context& ctx, Phase p) {
+  if (p == Phase::kLog) {
+    ctx.end_coder();
+  }
   if (!c.has(p)) {
     return;
   }
   for (size_t i = 0;; ++i) {
     const Entry* e = at(c, p, i, ctx);
     if (e == nullptr) {
-      return;
+      break;
     }
     if (!skipped(c, ctx, p, i)) {
       call(*e, p, ctx);
     }
   }
+  // The coder a hook chose starts once the head is final (BodyCoder).
+  if (p == Phase::kHeaderFilter && ctx.coder != nullptr) {
+    ctx.coder->start(ctx);
+  }
 }
 
 std::string_view run_body_filter(const Chains& c, Context& ctx, std::string_view piece, bool eof) {
-  if (!c.has(Phase::kBodyFilter)) {
+  if (!c.has(Phase::kBodyFilter) && ctx.coder == nullptr) {
     return piece;
   }
   BodyPiece bp(piece, eof, &ctx.body_buffer);
-  for (size_t i = 0;; ++i) {
+  for (size_t i = 0; c.has(Phase::kBodyFilter); ++i) {
     const Entry* e = at(c, Phase::kBodyFilter, i, ctx);
     if (e == nullptr) {
-      return bp.data();
+      break;
     }
     if (!skipped(c, ctx, Phase::kBodyFilter, i)) {
       e->plugin->body_filter(ctx, bp);
     }
   }
+  // The coder sees the body as every other plugin left it (BodyCoder).
+  if (ctx.coder != nullptr) {
+    ctx.coder->code(ctx, bp);
+  }
+  return bp.data();
 }
 
 }  // namespace sluice::plugin

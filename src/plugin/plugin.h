@@ -37,6 +37,8 @@ enum class Action : uint8_t {
 
 struct Context;
 class Plugin;
+class BodyCoder;
+class CoderState;
 struct Credential;
 class Consumers;
 
@@ -250,8 +252,43 @@ struct Context {
   };
   EntryWords entry_words_[kEntryWords] = {};
   int entry_words_n_ = 0;
+  // The coder (gzip, brotli) a header_filter hook chose for the response body, and the state
+  // it keeps for this request (a stream lent by a per-worker pool); see BodyCoder. The first
+  // hook to choose stands. `coding` is what coders read of the request head (their head()
+  // hook): bits of their own, 0 until read.
+  const BodyCoder* coder = nullptr;
+  CoderState* coder_state = nullptr;
+  uint8_t coding = 0;
+  // Gives coder_state back and forgets the coder; the log phase and reset() call it, so an
+  // aborted response lets go of its stream too.
+  void end_coder();
 
   void reset();
+};
+
+// A response body coder (gzip, brotli). Compression must see the head and the body as every
+// other plugin left them (nginx's gzip filter runs after every Lua filter), whatever the
+// priorities: so a header_filter hook only chooses one (Context::coder), and the runner calls
+// start() after every header_filter hook and code() after every body_filter hook with each
+// piece. Context::end_coder() gives the state back.
+// Thread: any (immutable); per-request state lives in Context::coder_state
+class BodyCoder {
+ public:
+  virtual ~BodyCoder() = default;
+  // The head is final but for the coder's edits: make them, or call ctx.end_coder().
+  virtual void start(Context& ctx) const = 0;
+  virtual void code(Context& ctx, BodyPiece& piece) const = 0;
+};
+
+// A coder's per-request state. It does not reach back to its BodyCoder (the snapshot that
+// holds the coder may be gone by the time a context is reset), only to its pool.
+// Thread: worker
+class CoderState {
+ public:
+  virtual void release() = 0;
+
+ protected:
+  ~CoderState() = default;
 };
 
 // A configured plugin: one conf on one route (or global rule, service, plugin_config).

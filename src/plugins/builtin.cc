@@ -2,9 +2,11 @@
 
 #include "plugins/api_breaker/api_breaker.h"
 #include "plugins/basic_auth/basic_auth.h"
+#include "plugins/brotli/brotli.h"
 #include "plugins/consumer_restriction/consumer_restriction.h"
 #include "plugins/cors/cors.h"
 #include "plugins/fault_injection/fault_injection.h"
+#include "plugins/gzip/gzip.h"
 #include "plugins/hmac_auth/hmac_auth.h"
 #include "plugins/ip_restriction/ip_restriction.h"
 #include "plugins/jwt_auth/jwt_auth.h"
@@ -50,6 +52,8 @@ std::span<const plugin::PluginInfo> builtin() {
       limit_conn::info(),            // 1003
       limit_count::info(),           // 1002
       limit_req::info(),             // 1001
+      brotli::info(),                // 996
+      gzip::info(),                  // 995
       redirect::info(),              // 900
       response_rewrite::info(),      // 899
       public_api::info(),            // 501

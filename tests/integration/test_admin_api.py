@@ -438,8 +438,8 @@ def test_plugins_list_names_the_enabled_plugins(admin_gw):
                       "ua-restriction", "referer-restriction", "request-validation",
                       "multi-auth", "hmac-auth", "basic-auth", "jwt-auth", "key-auth",
                       "consumer-restriction", "proxy-cache", "proxy-rewrite", "api-breaker",
-                      "limit-conn", "limit-count", "limit-req", "redirect", "response-rewrite",
-                      "public-api", "prometheus"], r
+                      "limit-conn", "limit-count", "limit-req", "brotli", "gzip", "redirect",
+                      "response-rewrite", "public-api", "prometheus"], r
     assert admin_gw.admin("GET", "/plugins/list", key=None).status == 401
     assert admin_gw.admin("GET", "/plugins/list", key=admin_gw.viewer_key).status == 200
 

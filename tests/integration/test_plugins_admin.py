@@ -14,7 +14,8 @@ BUILTINS = ["real-ip", "request-id", "fault-injection", "cors", "ip-restriction"
             "ua-restriction", "referer-restriction", "request-validation", "multi-auth",
             "hmac-auth", "basic-auth", "jwt-auth", "key-auth", "consumer-restriction",
             "proxy-cache", "proxy-rewrite", "api-breaker", "limit-conn", "limit-count",
-            "limit-req", "redirect", "response-rewrite", "public-api", "prometheus"]
+            "limit-req", "brotli", "gzip", "redirect", "response-rewrite", "public-api",
+            "prometheus"]
 LC_ERR = "failed to check the configuration of plugin limit-count err: "
 PROM_ERR = "failed to check the configuration of plugin prometheus err: "
 LC = {"count": 2, "time_window": 60}

@@ -83,6 +83,8 @@ const std::vector<std::pair<std::string, int>> kBuiltins = {
     {"limit-conn", 1003},
     {"limit-count", 1002},
     {"limit-req", 1001},
+    {"brotli", 996},
+    {"gzip", 995},
     {"redirect", 900},
     {"response-rewrite", 899},
     {"public-api", 501},
