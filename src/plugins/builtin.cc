@@ -9,10 +9,12 @@
 #include "plugins/limit_count/limit_count.h"
 #include "plugins/multi_auth.h"
 #include "plugins/prometheus/prometheus.h"
+#include "plugins/proxy_mirror/proxy_mirror.h"
 #include "plugins/proxy_rewrite/proxy_rewrite.h"
 #include "plugins/redirect/redirect.h"
 #include "plugins/referer_restriction/referer_restriction.h"
 #include "plugins/response_rewrite/response_rewrite.h"
+#include "plugins/traffic_split/traffic_split.h"
 #include "plugins/ua_restriction/ua_restriction.h"
 
 namespace sluice::plugins {
@@ -29,8 +31,10 @@ std::span<const plugin::PluginInfo> builtin() {
       jwt_auth::info(),              // 2510
       key_auth::info(),              // 2500
       consumer_restriction::info(),  // 2400
+      proxy_mirror::info(),          // 1010
       proxy_rewrite::info(),         // 1008
       limit_count::info(),           // 1002
+      traffic_split::info(),         // 966
       redirect::info(),              // 900
       response_rewrite::info(),      // 899
       prometheus::info(),            // 500
