@@ -436,7 +436,7 @@ def test_plugins_list_names_the_enabled_plugins(admin_gw):
     assert r.status == 200, r
     assert r.json == ["ip-restriction", "ua-restriction", "referer-restriction", "multi-auth",
                       "hmac-auth", "basic-auth", "jwt-auth", "key-auth", "consumer-restriction",
-                      "proxy-rewrite", "limit-count", "redirect", "response-rewrite",
+                      "proxy-mirror", "proxy-rewrite", "limit-count", "traffic-split", "redirect", "response-rewrite",
                       "prometheus"], r
     assert admin_gw.admin("GET", "/plugins/list", key=None).status == 401
     assert admin_gw.admin("GET", "/plugins/list", key=admin_gw.viewer_key).status == 200

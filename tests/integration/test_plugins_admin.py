@@ -11,8 +11,8 @@ from harness import (NOT_FOUND_BODY, admin_route, admin_upstream, expect_error, 
 
 # Highest priority first (3000 ... 500).
 BUILTINS = ["ip-restriction", "ua-restriction", "referer-restriction", "multi-auth", "hmac-auth",
-            "basic-auth", "jwt-auth", "key-auth", "consumer-restriction", "proxy-rewrite",
-            "limit-count", "redirect", "response-rewrite", "prometheus"]
+            "basic-auth", "jwt-auth", "key-auth", "consumer-restriction", "proxy-mirror",
+            "proxy-rewrite", "limit-count", "traffic-split", "redirect", "response-rewrite", "prometheus"]
 LC_ERR = "failed to check the configuration of plugin limit-count err: "
 PROM_ERR = "failed to check the configuration of plugin prometheus err: "
 LC = {"count": 2, "time_window": 60}

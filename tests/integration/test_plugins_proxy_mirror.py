@@ -57,7 +57,7 @@ def test_doc_enable_on_a_route(pm_gw, make_upstream):
     },
     "uri": "/hello"
 }""" % (mirror.addr, up.addr))
-    r = curl(pm_gw.url("/hello"), "-i")
+    r = curl(pm_gw.url("/hello"))
     assert r.status == 200 and r.json()["upstream"] == "up", r
     assert _wait_count(mirror, 1) == 1
     assert mirror.requests[0].path == "/hello"

@@ -71,10 +71,11 @@ std::vector<std::string> names_of(std::span<const PluginInfo> registry) {
 
 TEST(PluginRegistry, EnablesEveryBuiltInPluginByDefault) {
   EXPECT_EQ(names_of(all_plugins()),
-            (std::vector<std::string>{
-                "ip-restriction", "ua-restriction", "referer-restriction", "multi-auth",
-                "hmac-auth", "basic-auth", "jwt-auth", "key-auth", "consumer-restriction",
-                "proxy-rewrite", "limit-count", "redirect", "response-rewrite", "prometheus"}));
+            (std::vector<std::string>{"ip-restriction", "ua-restriction", "referer-restriction",
+                                      "multi-auth", "hmac-auth", "basic-auth", "jwt-auth",
+                                      "key-auth", "consumer-restriction", "proxy-mirror",
+                                      "proxy-rewrite", "limit-count", "traffic-split", "redirect",
+                                      "response-rewrite", "prometheus"}));
   const PluginInfo* lc = find_plugin("limit-count");
   ASSERT_NE(lc, nullptr);
   EXPECT_EQ(lc->priority, 1002);
@@ -105,10 +106,11 @@ TEST(PluginRegistry, SetEnabledPluginsNarrowsTheSet) {
               "unknown plugin [limit-count]");
   }
   EXPECT_EQ(names_of(all_plugins()),
-            (std::vector<std::string>{
-                "ip-restriction", "ua-restriction", "referer-restriction", "multi-auth",
-                "hmac-auth", "basic-auth", "jwt-auth", "key-auth", "consumer-restriction",
-                "proxy-rewrite", "limit-count", "redirect", "response-rewrite", "prometheus"}));
+            (std::vector<std::string>{"ip-restriction", "ua-restriction", "referer-restriction",
+                                      "multi-auth", "hmac-auth", "basic-auth", "jwt-auth",
+                                      "key-auth", "consumer-restriction", "proxy-mirror",
+                                      "proxy-rewrite", "limit-count", "traffic-split", "redirect",
+                                      "response-rewrite", "prometheus"}));
   EXPECT_TRUE(check_plugins(limit));
   {
     // An empty list enables nothing; the order of the list does not matter.
