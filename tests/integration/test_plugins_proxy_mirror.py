@@ -175,3 +175,15 @@ def test_admin_refuses_bad_confs(pm_gw, conf, msg):
     r = pm_gw.admin("PUT", "/routes/bad", {"uri": "/bad", "plugins": {"proxy-mirror": conf},
                                           "upstream": {"nodes": {"127.0.0.1:1980": 1}}})
     expect_error(r, 400, ERR + msg)
+
+
+def test_on_a_global_rule(pm_gw, make_upstream):
+    up, mirror = make_upstream("up"), make_upstream("mirror")
+    r = pm_gw.admin("PUT", "/routes/g", {"uri": "/g", "upstream": {"nodes": {up.addr: 1}}})
+    assert r.status in (200, 201), r
+    r = pm_gw.admin("PUT", "/global_rules/1",
+                    {"plugins": {"proxy-mirror": {"host": "http://" + mirror.addr}}})
+    assert r.status in (200, 201), r
+    assert get(pm_gw.port, "/g?a=1").status == 200
+    assert _wait_count(mirror, 1) == 1
+    assert mirror.requests[0].target == "/g?a=1"

@@ -278,3 +278,25 @@ def test_admin_refuses_bad_confs(ts_gw, conf, msg):
     r = ts_gw.admin("PUT", "/routes/bad", {"uri": "/bad", "plugins": {"traffic-split": conf},
                                           "upstream": {"nodes": {"127.0.0.1:1980": 1}}})
     expect_error(r, 400, ERR + msg)
+
+
+def test_on_a_global_rule_and_a_plugin_config(ts_gw, make_upstream):
+    split, route_up, pc_up = make_upstream("split"), make_upstream("route"), make_upstream("pc")
+    r = ts_gw.admin("PUT", "/routes/g", {"uri": "/g", "upstream": {"nodes": {route_up.addr: 1}}})
+    assert r.status in (200, 201), r
+    assert _who(ts_gw, 2, path="/g") == ["route"] * 2
+    r = ts_gw.admin("PUT", "/global_rules/1", {"plugins": {"traffic-split": {"rules": [
+        {"match": [{"vars": [["arg_canary", "==", "1"]]}],
+         "weighted_upstreams": [{"upstream": {"nodes": {split.addr: 1}}}]}]}}})
+    assert r.status in (200, 201), r
+    assert _who(ts_gw, 2, path="/g?canary=1") == ["split"] * 2
+    assert _who(ts_gw, 2, path="/g") == ["route"] * 2
+    r = ts_gw.admin("DELETE", "/global_rules/1")
+    assert r.status == 200, r
+    r = ts_gw.admin("PUT", "/plugin_configs/pc", {"plugins": {"traffic-split": {"rules": [
+        {"weighted_upstreams": [{"upstream": {"nodes": {pc_up.addr: 1}}}]}]}}})
+    assert r.status in (200, 201), r
+    r = ts_gw.admin("PUT", "/routes/g", {"uri": "/g", "plugin_config_id": "pc",
+                                         "upstream": {"nodes": {route_up.addr: 1}}})
+    assert r.status in (200, 201), r
+    assert _who(ts_gw, 2, path="/g") == ["pc"] * 2
