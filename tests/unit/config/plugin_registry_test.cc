@@ -126,7 +126,7 @@ TEST(PluginRegistry, SetEnabledPluginsNarrowsTheSet) {
     EXPECT_EQ(names_of(all_plugins()), (std::vector<std::string>{"limit-count", "prometheus"}));
   }
   EXPECT_EQ(set_enabled_plugins(nullptr), std::vector<std::string>{});
-  EXPECT_EQ(all_plugins().size(), 14u);
+  EXPECT_EQ(all_plugins().size(), 16u);
 }
 
 TEST(CheckPlugins, WithTheBuiltInRegistry) {
