@@ -256,7 +256,8 @@ TEST_F(ApiTest, PluginsEndpoints) {
   EXPECT_EQ(r.body,
             "[\"ip-restriction\",\"ua-restriction\",\"referer-restriction\",\"multi-auth\",\"hmac-"
             "auth\",\"basic-auth\",\"jwt-auth\",\"key-auth\",\"consumer-restriction\",\"proxy-"
-            "rewrite\",\"limit-count\",\"redirect\",\"response-rewrite\",\"prometheus\"]\n");
+            "mirror\",\"proxy-rewrite\",\"limit-count\",\"traffic-split\",\"redirect\",\"response-"
+            "rewrite\",\"prometheus\"]\n");
   r = call("GET", "/apisix/admin/plugins");
   ASSERT_EQ(r.status, 200) << r.body;
   EXPECT_EQ(json(r), Json::parse(R"({"ip-restriction": {"priority": 3000},
@@ -268,8 +269,10 @@ TEST_F(ApiTest, PluginsEndpoints) {
                                      "jwt-auth": {"priority": 2510},
                                      "key-auth": {"priority": 2500},
                                      "consumer-restriction": {"priority": 2400},
+                                     "proxy-mirror": {"priority": 1010},
                                      "proxy-rewrite": {"priority": 1008},
                                      "limit-count": {"priority": 1002},
+                                     "traffic-split": {"priority": 966},
                                      "redirect": {"priority": 900},
                                      "response-rewrite": {"priority": 899},
                                      "prometheus": {"priority": 500}})"));
