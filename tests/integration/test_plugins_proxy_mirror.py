@@ -187,3 +187,23 @@ def test_on_a_global_rule(pm_gw, make_upstream):
     assert get(pm_gw.port, "/g?a=1").status == 200
     assert _wait_count(mirror, 1) == 1
     assert mirror.requests[0].target == "/g?a=1"
+
+
+def test_an_https_mirror(pm_gw, make_upstream, tmp_path):
+    """TLS to the mirror without verification (nginx's proxy_ssl_verify off, APISIX's
+    default): Debian's nginx, with a certificate no trusted CA signed, logs the copy."""
+    from nginx_tls import NginxTls, make_pki
+    (tmp_path / "pki").mkdir()
+    pki = make_pki(str(tmp_path / "pki"))
+    ng = NginxTls(tmp_path / "nginx", pki, [{"cert": "other-server"}])
+    try:
+        up = make_upstream("up")
+        _put(pm_gw, {"host": "https://" + ng.node()}, up)
+        assert get(pm_gw.port, "/hello?tls=1").status == 200
+        deadline = time.monotonic() + 5
+        while time.monotonic() < deadline and not ng.access_lines():
+            time.sleep(0.05)
+        lines = ng.access_lines()
+        assert len(lines) == 1 and lines[0].endswith("/hello?tls=1"), lines
+    finally:
+        ng.stop()
