@@ -207,3 +207,17 @@ def test_an_https_mirror(pm_gw, make_upstream, tmp_path):
         assert len(lines) == 1 and lines[0].endswith("/hello?tls=1"), lines
     finally:
         ng.stop()
+
+
+def test_a_request_refused_in_access_is_not_mirrored(pm_gw, make_upstream):
+    # nginx's mirror runs after APISIX's access phase: limit-count's 503 is never mirrored.
+    up, mirror = make_upstream("up"), make_upstream("mirror")
+    r = pm_gw.admin("PUT", "/routes/1", {"uri": "/hello", "upstream": {"nodes": {up.addr: 1}},
+                                         "plugins": {"proxy-mirror": {"host": "http://" + mirror.addr},
+                                                     "limit-count": {"count": 1, "time_window": 60,
+                                                                     "rejected_code": 503}}})
+    assert r.status in (200, 201), r
+    assert [get(pm_gw.port, "/hello").status for _ in range(3)] == [200, 503, 503]
+    assert _wait_count(mirror, 1) == 1
+    time.sleep(0.3)
+    assert len(mirror.requests) == 1
