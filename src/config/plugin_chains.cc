@@ -141,10 +141,17 @@ StatusOr<ChainPtr> build_chain(const Json& plugins, std::string_view owner, plug
   }
   std::vector<plugin::Entry> entries;
   std::vector<std::string> own_warnings;
+  const uint64_t uses = shared.upstreams != nullptr ? shared.upstreams->uses : 0;
   if (Status s = add_entries(plugins, owner, shared, &own_warnings, &entries); !s.is_ok()) {
     return s;
   }
   auto chain = finish(std::move(entries));
+  // A chain that named this snapshot's upstreams (traffic-split) is not kept for the next.
+  if (shared.upstreams != nullptr && shared.upstreams->uses != uses) {
+    cache.items.erase(key);
+    warnings->insert(warnings->end(), own_warnings.begin(), own_warnings.end());
+    return chain;
+  }
   if (chain.is_ok()) {
     warnings->insert(warnings->end(), own_warnings.begin(), own_warnings.end());
     cache.items[std::move(key)] = {plugins, *chain, std::move(own_warnings), cache.generation};

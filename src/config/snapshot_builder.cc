@@ -5,7 +5,9 @@
 #include <algorithm>
 #include <unordered_map>
 
+#include "config/field_decoder.h"
 #include "config/plugin_chains.h"
+#include "config/resources.h"
 #include "http/message.h"
 
 namespace sluice::config {
@@ -30,7 +32,7 @@ std::string host_header(const std::string& host, uint16_t port, const std::strin
   return port == (scheme == "https" ? 443 : 80) ? h : fmt::format("{}:{}", h, port);
 }
 
-class Builder {
+class Builder final : public plugin::UpstreamCatalog {
  public:
   Builder(const ConfigSet& set, upstream::DnsCache& dns, plugin::Shared& shared,
           health::Registry& health, std::string_view trusted_ca, BuildResult& out)
@@ -40,6 +42,22 @@ class Builder {
         health_(health),
         trusted_ca_(trusted_ca),
         out_(out) {}
+
+  // plugin::UpstreamCatalog, for plugins that pick another upstream (traffic-split).
+  const upstream::Upstream* find(const std::string& id) override {
+    ++uses;
+    auto it = by_upstream_id_.find(id);
+    return it == by_upstream_id_.end() ? nullptr : it->second;
+  }
+  common::StatusOr<const upstream::Upstream*> add(const Json& conf,
+                                                  const std::string& id) override {
+    ++uses;
+    auto u = decode_upstream(conf);
+    if (!u.is_ok()) {
+      return u.status();
+    }
+    return add_upstream(*u, id);
+  }
 
   // Runs the link step of every served kind, in the order of kKindSteps (below).
   common::Status build(uint64_t version);
@@ -263,6 +281,7 @@ class Builder {
                                       : RouteTarget::kNoUpstream;
     if (r.timeout) {
       route.timeouts = to_timeouts(*r.timeout);
+      route.own_timeout = true;
     } else if (up != nullptr) {
       route.timeouts = up->timeouts;
     }
@@ -388,6 +407,12 @@ const KindStep kKindSteps[] = {
 };
 
 common::Status Builder::build(uint64_t version) {
+  // Plugins built from here on may name upstreams of this snapshot (plugin/upstreams.h).
+  struct Lend {
+    plugin::Shared& shared;
+    ~Lend() { shared.upstreams = nullptr; }
+  } lend{shared_};
+  shared_.upstreams = this;
   snap_owner_ = std::make_shared<snapshot::Snapshot>();
   snap_ = snap_owner_.get();
   snap_->version = version;
@@ -402,6 +427,20 @@ common::Status Builder::build(uint64_t version) {
   out_.snapshot = std::move(snap_owner_);
   return common::Status::ok();
 }
+
+// The check plugins give an inline upstream (traffic-split's): the Admin API's.
+common::Status check_plugin_upstream(const Json& conf) {
+  auto u = decode_upstream_fields(conf);
+  if (!u.is_ok()) {
+    return u.status();
+  }
+  return check_upstream_rules(*u);
+}
+
+const bool kUpstreamCheckSet = [] {
+  plugin::set_upstream_check(&check_plugin_upstream);
+  return true;
+}();
 
 }  // namespace
 

@@ -25,6 +25,8 @@ void Context::reset() {
   snapshot = nullptr;
   route = nullptr;
   upstream.clear();
+  upstream_override = nullptr;
+  upstream_missing = false;
   resp.clear();
   upstream_resp = nullptr;
   request_body = {};

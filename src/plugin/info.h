@@ -14,6 +14,7 @@
 #include "common/status.h"
 #include "plugin/consumer.h"
 #include "plugin/plugin.h"
+#include "plugin/upstreams.h"
 
 namespace sluice::plugin {
 
@@ -37,6 +38,8 @@ class Shared {
   // The HTTPS listener's port (apisix.ssl.listen's first), 0 when apisix.ssl is off: where
   // redirect's http_to_https sends plaintext clients unless plugin_attr names a port.
   uint16_t ssl_port = 0;
+  // The snapshot builder's upstreams while it builds plugins (make); null otherwise.
+  UpstreamCatalog* upstreams = nullptr;
 
   template <class T, class Make>
   std::shared_ptr<T> get(const std::string& key, Make&& make) {

@@ -22,6 +22,9 @@ namespace sluice::snapshot {
 struct Snapshot;
 struct Route;
 }  // namespace sluice::snapshot
+namespace sluice::upstream {
+struct Upstream;
+}
 
 namespace sluice::plugin {
 
@@ -166,6 +169,12 @@ struct Context {
   // from the upstream or from the gateway. Request-phase hooks may add headers here too
   // (limit-count's quota headers): they go out with whichever response follows.
   ResponseEdits resp;
+  // Set by a request-phase hook (traffic-split) to send the request to another upstream than
+  // the route's: one of the pinned snapshot's upstreams (plugin/upstreams.h), tried with its
+  // own balancer, retries, timeouts, health checks and pool. `upstream_missing` instead: the
+  // upstream_id the hook chose names nothing, and the request is answered 502 as APISIX does.
+  const upstream::Upstream* upstream_override = nullptr;
+  bool upstream_missing = false;
   // The whole request body, when a plugin of the chains needs_body(); empty otherwise.
   std::string_view request_body;
   // The upstream's response head, in header_filter; null for the gateway's own answers.

@@ -17,6 +17,7 @@
 #include "plugins/multi_auth.h"
 #include "plugins/prometheus/prometheus.h"
 #include "plugins/proxy_cache/proxy_cache.h"
+#include "plugins/proxy_mirror/proxy_mirror.h"
 #include "plugins/proxy_rewrite/proxy_rewrite.h"
 #include "plugins/public_api/public_api.h"
 #include "plugins/real_ip/real_ip.h"
@@ -25,6 +26,7 @@
 #include "plugins/request_id/request_id.h"
 #include "plugins/request_validation/request_validation.h"
 #include "plugins/response_rewrite/response_rewrite.h"
+#include "plugins/traffic_split/traffic_split.h"
 #include "plugins/ua_restriction/ua_restriction.h"
 
 namespace sluice::plugins {
@@ -47,6 +49,7 @@ std::span<const plugin::PluginInfo> builtin() {
       key_auth::info(),              // 2500
       consumer_restriction::info(),  // 2400
       proxy_cache::info(),           // 1085
+      proxy_mirror::info(),          // 1010
       proxy_rewrite::info(),         // 1008
       api_breaker::info(),           // 1005
       limit_conn::info(),            // 1003
@@ -54,6 +57,7 @@ std::span<const plugin::PluginInfo> builtin() {
       limit_req::info(),             // 1001
       brotli::info(),                // 996
       gzip::info(),                  // 995
+      traffic_split::info(),         // 966
       redirect::info(),              // 900
       response_rewrite::info(),      // 899
       public_api::info(),            // 501

@@ -166,7 +166,10 @@ void resolve_var(std::string_view var, ExprLeaf* leaf) {
     leaf->name = std::string(var.substr(4));
   } else if (var.starts_with("http_") && var.size() > 5) {
     leaf->var = VarKind::kHttp;
+    // APISIX's ctx.lua lowers an http_* name and turns '-' into '_' before asking nginx, so
+    // `http_user-id` reads the User-Id header (traffic-split's documented example).
     leaf->name = lower(var.substr(5));
+    std::replace(leaf->name.begin(), leaf->name.end(), '-', '_');
   } else if (var.starts_with("cookie_") && var.size() > 7) {
     leaf->var = VarKind::kCookie;
     leaf->name = std::string(var.substr(7));

@@ -171,17 +171,17 @@ void Exchange::route_request() {
     reply(404, "{\"error_msg\":\"404 Route Not Found\"}\n", false);
     return;
   }
-  st_.up_conf = route->upstream;
+  const snapshot::RouteTarget target = choose_upstream();
   int status = 0;
   std::string_view msg;
-  if (route->target == snapshot::RouteTarget::kServiceMissing) {
+  if (target == snapshot::RouteTarget::kServiceMissing) {
     status = 404;
     msg = "{\"error_msg\":\"404 Route Not Found\"}\n";
-  } else if (route->target == snapshot::RouteTarget::kUpstreamMissing) {
+  } else if (target == snapshot::RouteTarget::kUpstreamMissing) {
     status = 502;
-  } else if (route->target == snapshot::RouteTarget::kPluginConfigMissing) {
+  } else if (target == snapshot::RouteTarget::kPluginConfigMissing) {
     status = 503;
-  } else if (route->target == snapshot::RouteTarget::kNoUpstream) {
+  } else if (target == snapshot::RouteTarget::kNoUpstream) {
     status = 503;
     msg = "{\"error_msg\":\"missing upstream configuration in Route or Service\"}\n";
   } else if (!st_.up_conf->any_resolved) {  // no nodes, or none resolves

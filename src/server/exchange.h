@@ -117,6 +117,8 @@ class Exchange final : public proxy::UpstreamOwner {
     ClientInfo client;
     const snapshot::Route* route = nullptr;
     const upstream::Upstream* up_conf = nullptr;
+    // The route's timeouts, or those of the upstream a plugin chose.
+    upstream::Timeouts timeouts;
     bool plugins = false;  // this request runs plugin chains
     uint64_t plugin_wait = 0;
     // Where the request phases stand with the consumer's plugins (exchange_plugins.cc).
@@ -175,6 +177,9 @@ class Exchange final : public proxy::UpstreamOwner {
   void plugin_header_filter(int status, const http::ResponseHead* upstream_head);
   void end_plugins();
   // exchange_upstream.cc: tries, the balancer, the request going up.
+  // Sets up_conf and timeouts: the route's, or the upstream a plugin chose (traffic-split).
+  // Returns the route's target as the chosen upstream makes it.
+  snapshot::RouteTarget choose_upstream();
   bool connect_next();
   bool start_try(int node, bool fresh);
   // `logged`: the failure was reported already (report_failure), with more detail.

@@ -16,7 +16,7 @@ Exchange::Step Exchange::read_response_head() {
     case proxy::UpstreamRequest::Head::kWait:
       if (up_->received() != st_.received) {
         st_.received = up_->received();
-        arm(st_.route->timeouts.read_ms);  // the timeout counts from the last bytes
+        arm(st_.timeouts.read_ms);  // the timeout counts from the last bytes
       }
       return Step::kWait;
     case proxy::UpstreamRequest::Head::kBad:
@@ -174,7 +174,7 @@ Exchange::Step Exchange::stream_response() {
         if (up_->received() != st_.received) {
           st_.received = up_->received();
         }
-        arm(st_.route->timeouts.read_ms);
+        arm(st_.timeouts.read_ms);
         return Step::kWait;
       case proxy::UpstreamRequest::Body::kEnd:
         break;

@@ -17,6 +17,29 @@
 
 namespace sluice::server {
 
+snapshot::RouteTarget Exchange::choose_upstream() {
+  using snapshot::RouteTarget;
+  const snapshot::Route& r = *st_.route;
+  st_.up_conf = r.upstream;
+  st_.timeouts = r.timeouts;
+  // A missing service or plugin_config answers before any plugin could choose.
+  if (!st_.plugins || r.target == RouteTarget::kServiceMissing ||
+      r.target == RouteTarget::kPluginConfigMissing) {
+    return r.target;
+  }
+  if (pctx_.upstream_missing) {
+    return RouteTarget::kUpstreamMissing;  // APISIX: "failed to find upstream by id", 502
+  }
+  if (pctx_.upstream_override != nullptr) {
+    st_.up_conf = pctx_.upstream_override;
+    if (!r.own_timeout) {
+      st_.timeouts = st_.up_conf->timeouts;
+    }
+    return RouteTarget::kUpstream;
+  }
+  return r.target;
+}
+
 uint64_t Exchange::balancer_hash() const {
   if (st_.up_conf->type != upstream::BalancerType::kChash) [[likely]] {
     return 0;
@@ -196,10 +219,10 @@ bool Exchange::start_try(int node, bool fresh) {
   st_.body_sent = false;
   if (up_->reused()) {
     st_.phase = Phase::kSend;
-    arm(st_.route->timeouts.send_ms);
+    arm(st_.timeouts.send_ms);
   } else {
     st_.phase = Phase::kConnect;
-    arm(st_.route->timeouts.connect_ms);
+    arm(st_.timeouts.connect_ms);
   }
   return true;
 }
@@ -224,13 +247,13 @@ Exchange::Step Exchange::send_request() {
     proxy::UpstreamRequest::Send r = up_->send(&err);
     if (was_connecting && up_->connected()) {
       st_.phase = Phase::kSend;
-      arm(st_.route->timeouts.send_ms);
+      arm(st_.timeouts.send_ms);
     }
     switch (r) {
       case proxy::UpstreamRequest::Send::kWait:
         st_.req_written = st_.req_written || up_->written();
         if (up_->connected() && up_->written() && up_->queued()) {
-          arm(st_.route->timeouts.send_ms);
+          arm(st_.timeouts.send_ms);
         }
         return Step::kWait;
       case proxy::UpstreamRequest::Send::kConnectFailed:
@@ -254,7 +277,7 @@ Exchange::Step Exchange::send_request() {
       st_.body_sent = true;
       st_.phase = Phase::kAwaitHead;
       st_.received = up_->received();
-      arm(st_.route->timeouts.read_ms);
+      arm(st_.timeouts.read_ms);
       return Step::kProgress;
     }
   }
@@ -307,7 +330,7 @@ Exchange::Step Exchange::relay_early_answer() {
   st_.early = true;
   st_.phase = Phase::kAwaitHead;
   st_.received = up_->received();
-  arm(st_.route->timeouts.read_ms);
+  arm(st_.timeouts.read_ms);
   return Step::kProgress;
 }
 

@@ -39,6 +39,9 @@ struct Route {
   RouteTarget target = RouteTarget::kNoUpstream;
   const upstream::Upstream* upstream = nullptr;  // owned by the Snapshot
   upstream::Timeouts timeouts;                   // route timeout, else the upstream's
+  // The route has a `timeout` of its own: it wins over any upstream's, a plugin's choice
+  // (traffic-split) included, as APISIX's set_balancer_opts prefers it.
+  bool own_timeout = false;
 };
 
 // Thread: any (immutable)

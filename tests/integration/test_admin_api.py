@@ -437,9 +437,10 @@ def test_plugins_list_names_the_enabled_plugins(admin_gw):
     assert r.json == ["real-ip", "request-id", "fault-injection", "cors", "ip-restriction",
                       "ua-restriction", "referer-restriction", "request-validation",
                       "multi-auth", "hmac-auth", "basic-auth", "jwt-auth", "key-auth",
-                      "consumer-restriction", "proxy-cache", "proxy-rewrite", "api-breaker",
-                      "limit-conn", "limit-count", "limit-req", "brotli", "gzip", "redirect",
-                      "response-rewrite", "public-api", "prometheus"], r
+                      "consumer-restriction", "proxy-cache", "proxy-mirror", "proxy-rewrite",
+                      "api-breaker", "limit-conn", "limit-count", "limit-req", "brotli", "gzip",
+                      "traffic-split", "redirect", "response-rewrite", "public-api",
+                      "prometheus"], r
     assert admin_gw.admin("GET", "/plugins/list", key=None).status == 401
     assert admin_gw.admin("GET", "/plugins/list", key=admin_gw.viewer_key).status == 200
 

@@ -13,9 +13,9 @@ from harness import (NOT_FOUND_BODY, admin_route, admin_upstream, expect_error, 
 BUILTINS = ["real-ip", "request-id", "fault-injection", "cors", "ip-restriction",
             "ua-restriction", "referer-restriction", "request-validation", "multi-auth",
             "hmac-auth", "basic-auth", "jwt-auth", "key-auth", "consumer-restriction",
-            "proxy-cache", "proxy-rewrite", "api-breaker", "limit-conn", "limit-count",
-            "limit-req", "brotli", "gzip", "redirect", "response-rewrite", "public-api",
-            "prometheus"]
+            "proxy-cache", "proxy-mirror", "proxy-rewrite", "api-breaker", "limit-conn",
+            "limit-count", "limit-req", "brotli", "gzip", "traffic-split", "redirect",
+            "response-rewrite", "public-api", "prometheus"]
 LC_ERR = "failed to check the configuration of plugin limit-count err: "
 PROM_ERR = "failed to check the configuration of plugin prometheus err: "
 LC = {"count": 2, "time_window": 60}

@@ -85,6 +85,9 @@ const EvalCase kEvalCases[] = {
     // headers, cookies
     {R"([["http_x_api_version", "==", "2"]])", true},
     {R"([["http_X_API_VERSION", "==", "2"]])", true},
+    // APISIX's ctx.lua turns '-' into '_' in an http_* name (traffic-split's docs use it).
+    {R"([["http_x-api-version", "==", "2"]])", true},
+    {R"([["http_X-Api_Version", "==", "2"]])", true},
     {R"([["http_x_under", "==", "u"]])", true},
     {R"([["http_x_dup", "==", "first"]])", true},
     {R"([["http_x_missing", "==", ""]])", false},
