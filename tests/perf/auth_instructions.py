@@ -73,20 +73,21 @@ def request_for(variant, token):
     return (head + "\r\n").encode()
 
 
-def measure(binary, up_port, d, variant, consumers, requests, token):
+def measure(binary, up_port, d, variant, plugins, consumers, request, requests):
+    """Instructions per request of `variant`: route /hello with `plugins` (YAML lines under
+    the route, indented 4), `consumers` (YAML items), asked `request` (raw bytes)."""
     sd = os.path.join(d, variant)
     os.makedirs(sd)
     port = free_port()
     with open(os.path.join(sd, "config.yaml"), "w") as f:
         f.write(SLUICE_CONFIG.format(port=port, metrics_port=free_port()))
     with open(os.path.join(sd, "apisix.yaml"), "w") as f:
-        f.write(ROUTES.format(up_port=up_port, plugins=PLUGINS[variant], consumers=consumers))
+        f.write(ROUTES.format(up_port=up_port, plugins=plugins, consumers=consumers))
     log = open(os.path.join(d, variant + ".log"), "w")
     proc = subprocess.Popen(["valgrind", "--tool=callgrind", "--instr-atstart=no",
                              "--callgrind-out-file=" + os.path.join(sd, "callgrind.out.%p"),
                              binary, "run", "-c", os.path.join(sd, "config.yaml")],
                             cwd=sd, stdout=log, stderr=subprocess.STDOUT)
-    request = request_for(variant, token)
     try:
         if not wait_port(port, proc, timeout=120):
             raise RuntimeError("%s did not start; see %s" % (variant, log.name))
@@ -132,8 +133,8 @@ def main():
     results = {}
     try:
         for variant in ("plain", "key-auth", "jwt-auth"):
-            results[variant] = measure(args.sluice, up_port, d, variant, consumers,
-                                       args.requests, token)
+            results[variant] = measure(args.sluice, up_port, d, variant, PLUGINS[variant],
+                                       consumers, request_for(variant, token), args.requests)
     finally:
         upstream.stop()
         if args.keep:

@@ -17,7 +17,6 @@ Prints a table; everything it starts is stopped. Not part of `make test` (it tak
 
 import argparse
 import os
-import re
 import statistics
 import subprocess
 import sys

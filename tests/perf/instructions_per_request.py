@@ -32,6 +32,25 @@ from cpu_per_request import (NGINX_UPSTREAM, SCENARIO2_PLUGINS, SLUICE_CONFIG,  
 REQUEST = b"GET /hello HTTP/1.1\r\nHost: 127.0.0.1\r\nUser-Agent: bench\r\nAccept: */*\r\n\r\n"
 
 
+def _response_end(buf, head_end, head):
+    """Where the response starting at buf[0] ends (Content-Length or chunked), or None."""
+    if re.search(r"(?im)^transfer-encoding:\s*chunked", head):
+        pos = head_end + 4
+        while True:
+            eol = buf.find(b"\r\n", pos)
+            if eol < 0:
+                return None
+            size = int(buf[pos:eol].split(b";")[0], 16)
+            pos = eol + 2 + size + 2
+            if size == 0:  # no trailers: the last chunk's CRLF ends the message
+                return pos if len(buf) >= pos else None
+            if len(buf) < pos:
+                return None
+    m = re.search(r"(?i)content-length:\s*(\d+)", head)
+    total = head_end + 4 + (int(m.group(1)) if m else 0)
+    return total if len(buf) >= total else None
+
+
 def send(sock, n, request=REQUEST):
     """n sequential keep-alive requests; every answer must be a 200."""
     buf = b""
@@ -41,9 +60,8 @@ def send(sock, n, request=REQUEST):
             head_end = buf.find(b"\r\n\r\n")
             if head_end >= 0:
                 head = buf[:head_end].decode("latin-1")
-                m = re.search(r"(?i)content-length:\s*(\d+)", head)
-                total = head_end + 4 + (int(m.group(1)) if m else 0)
-                if len(buf) >= total:
+                total = _response_end(buf, head_end, head)
+                if total is not None:
                     if not head.startswith("HTTP/1.1 200"):
                         raise RuntimeError("unexpected answer: " + head.splitlines()[0])
                     buf = buf[total:]
