@@ -4,6 +4,7 @@
 // the control thread with the snapshot; whatever they keep per worker lives in WorkerLocal.
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
@@ -90,12 +91,13 @@ struct WorkerLocal {
     return nullptr;
   }
 
-  // The worker's object named `key` of type T, made by `make()` on first use.
+  // The worker's object named `key` of type T, made by `make()` on first use. Found without
+  // building a string: hooks call it per request.
   template <class T, class Make>
-  T& object(const std::string& key, Make&& make) {
+  T& object(std::string_view key, Make&& make) {
     auto it = objects_.find(key);
     if (it == objects_.end()) {
-      it = objects_.emplace(key, make()).first;
+      it = objects_.emplace(std::string(key), make()).first;
     }
     return static_cast<T&>(*it->second);
   }
@@ -106,7 +108,11 @@ struct WorkerLocal {
     void* value;
   };
   std::vector<Slot> slots_;
-  std::unordered_map<std::string, std::unique_ptr<WorkerObject>> objects_;
+  struct KeyHash {
+    using is_transparent = void;
+    size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+  };
+  std::unordered_map<std::string, std::unique_ptr<WorkerObject>, KeyHash, std::equal_to<>> objects_;
 };
 
 // A body a plugin produces piece by piece for its own answer (proxy-cache's hits, from memory

@@ -117,13 +117,19 @@ def test_what_is_left_alone(make_gateway, upstream):
     upstream.route("/gz", fu.Fixed(200, HTML + [("Content-Encoding", "gzip")],
                                    zlib.compress(PAGE)))
     upstream.route("/err", fu.Fixed(500, HTML, PAGE))
+    upstream.route("/empty", fu.Fixed(200, HTML, b""))  # Content-Length: 0
     upstream.route("/chunked", fu.Chunked([b"<p>", b"short", b"</p>"], headers=HTML))
     _put(gw, 1, "/*", upstream, {"min_length": 100})
-    for path in ("/short", "/plain", "/gz", "/err"):
+    for path in ("/short", "/plain", "/gz", "/err", "/empty"):
         resp, body = _raw(gw, path)
         # /gz comes encoded already and passes as it is.
         assert resp.header("content-encoding") == ("gzip" if path == "/gz" else None), path
         assert resp.header("content-length") is not None, path
+    _put(gw, 1, "/*", upstream, {"min_length": 1})
+    resp, body = _raw(gw, "/empty")  # even the smallest min_length: an empty body stays so
+    assert (resp.header("content-encoding"), resp.header("content-length"), body) == \
+        (None, "0", b"")
+    _put(gw, 1, "/*", upstream, {"min_length": 100})
     # nginx tests only a length it knows: a chunked answer is compressed, however short.
     resp, body = _raw(gw, "/chunked")
     assert resp.header("content-encoding") == "gzip"
@@ -138,6 +144,33 @@ def test_what_is_left_alone(make_gateway, upstream):
     resp, body = _raw(gw, "/page", version="HTTP/1.0")
     assert resp.header("content-encoding") == "gzip"
     assert zlib.decompress(body, 31) == PAGE
+
+
+@pytest.mark.parametrize("strategy", ["memory", "disk"])
+def test_cache_hits_are_compressed_like_the_miss(make_gateway, upstream, tmp_path, strategy):
+    """proxy-cache stores the identity body (it runs before gzip, which compresses last) and
+    streams a hit through the same filters: the hit goes out compressed, with Vary, as the
+    miss did; a client that takes no gzip gets the identity body from the same entry."""
+    big = PAGE * 80  # > 64 KiB: a hit comes in several pieces
+    upstream.route("/c", fu.Fixed(200, HTML, big))
+    gw = make_gateway(admin=True, config={"apisix": {"proxy_cache": {"zones": [
+        {"name": "disk_cache_one", "memory_size": "50m", "disk_size": "1G",
+         "disk_path": str(tmp_path / "disk"), "cache_levels": "1:2"},
+        {"name": "memory_cache", "memory_size": "50m"}]}}})
+    cache = {"cache_strategy": strategy}
+    if strategy == "memory":
+        cache["cache_zone"] = "memory_cache"
+    _put(gw, 1, "/c", upstream, {"vary": True}, plugins={"proxy-cache": cache})
+    for want in ("MISS", "HIT"):
+        resp, body = _raw(gw, "/c")
+        assert resp.header("apisix-cache-status") == want
+        assert resp.header("content-encoding") == "gzip", (want, resp)
+        assert resp.header("vary") == "Accept-Encoding", (want, resp)
+        assert zlib.decompress(body, 31) == big, want
+    resp, body = _raw(gw, "/c", accept=None)
+    assert resp.header("apisix-cache-status") == "HIT" and resp.header("content-encoding") is None
+    assert body == big
+    assert len(upstream.requests_for("/c")) == 1
 
 
 def _stream(gw, path, total, leave_after=None):

@@ -140,6 +140,27 @@ def test_doc_cache_for_502_and_504(make_gateway, tmp_path):
 # --------------------------------------------------------------- behaviour
 
 
+def test_a_plugins_own_502_is_not_stored(make_gateway, upstream, tmp_path):
+    """Only an upstream's answer, or the gateway's after trying the upstream, fills an entry:
+    a later plugin's refusal with 502 (limit-count here; api-breaker's break answer likewise)
+    is not stored, and the next request after the refusal ends is an ordinary MISS."""
+    gw = _gw(make_gateway, tmp_path, cache_ttl="60s")
+    r = gw.admin("PUT", "/routes/1", admin_route("/lc/*", upstream, plugins={
+        "proxy-cache": {},
+        "limit-count": {"count": 1, "time_window": 2, "rejected_code": 502,
+                        "key_type": "constant", "key": "all"}}))
+    assert r.status in (200, 201), r
+    assert _status(get(gw.port, "/lc/a")) == "MISS"  # counted: the window is now full
+    refused = get(gw.port, "/lc/b")
+    assert (refused.status, _status(refused)) == (502, "MISS"), refused
+    time.sleep(2.2)  # the window ends
+    again = get(gw.port, "/lc/b")
+    assert (again.status, _status(again)) == (200, "MISS"), again
+    assert len(upstream.requests_for("/lc/b")) == 1
+
+
+
+
 @pytest.mark.parametrize("strategy", ["memory", "disk"])
 def test_hit_miss_expired_and_purge(make_gateway, upstream, tmp_path, strategy):
     gw = _gw(make_gateway, tmp_path, cache_ttl="1s")

@@ -168,10 +168,20 @@ bool final_header(const Context& ctx, std::string_view name, std::string_view* o
     *out = *edited;
     return true;
   }
-  if (ctx.upstream_resp != nullptr && !ctx.resp.headers.drops(name)) {
+  if (ctx.resp.headers.drops(name)) {
+    return false;
+  }
+  if (ctx.upstream_resp != nullptr) {
     if (const http::Header* h = ctx.upstream_resp->find(name); h != nullptr) {
       *out = h->value;
       return true;
+    }
+  } else if (ctx.reply_source != nullptr) {  // a plugin's streamed answer (a cache hit)
+    for (const http::Header& h : ctx.reply_fields) {
+      if (http::iequals(h.name, name)) {
+        *out = h.value;
+        return true;
+      }
     }
   }
   return false;
@@ -181,10 +191,16 @@ int64_t final_length(const Context& ctx) {
   if (ctx.resp.content_length >= 0) {
     return ctx.resp.content_length;
   }
-  if (ctx.resp.body_changes || ctx.upstream_resp == nullptr) {
+  if (ctx.resp.body_changes) {
     return -1;
   }
+  if (ctx.upstream_resp == nullptr) {
+    return ctx.reply_source != nullptr ? ctx.reply_length : -1;
+  }
   const http::ResponseHead& up = *ctx.upstream_resp;
+  if (up.body_kind == http::BodyKind::kNone) {
+    return 0;  // Content-Length: 0 (or no body at all): nothing to compress
+  }
   return up.body_kind == http::BodyKind::kLength ? static_cast<int64_t>(up.content_length) : -1;
 }
 
@@ -211,7 +227,7 @@ bool head_qualifies(const Common& c, const Context& ctx, bool* type_later) {
     if (!type_matches(c, type)) {
       return false;
     }
-  } else if (ctx.upstream_resp == nullptr) {
+  } else if (ctx.upstream_resp == nullptr && ctx.reply_source == nullptr) {
     *type_later = true;  // Exchange::reply() picks it from the body
   } else {
     return false;  // like nginx, no Content-Type: no compression

@@ -142,7 +142,7 @@ void Gzip::start(Context& ctx) const {
     ctx.end_coder();
     return;
   }
-  if (ctx.upstream_resp == nullptr) {
+  if (ctx.upstream_resp == nullptr && ctx.reply_source == nullptr) {
     return;  // a gateway-made answer: decided with its body (code_reply)
   }
   if (!open(ctx)) {

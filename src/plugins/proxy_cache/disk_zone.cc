@@ -30,22 +30,6 @@ T take(const char*& p) {
   return v;
 }
 
-bool pread_all(int fd, char* buf, size_t n, uint64_t at) {
-  while (n > 0) {
-    ssize_t r = ::pread(fd, buf, n, static_cast<off_t>(at));
-    if (r <= 0) {
-      if (r < 0 && errno == EINTR) {
-        continue;
-      }
-      return false;
-    }
-    buf += r;
-    n -= static_cast<size_t>(r);
-    at += static_cast<uint64_t>(r);
-  }
-  return true;
-}
-
 bool write_all(int fd, const char* p, size_t n) {
   while (n > 0) {
     ssize_t r = ::write(fd, p, n);
@@ -87,6 +71,22 @@ bool hex_name(const char* s, uint64_t* h) {
 }
 
 }  // namespace
+
+bool pread_all(int fd, char* buf, size_t n, uint64_t at) {
+  while (n > 0) {
+    ssize_t r = ::pread(fd, buf, n, static_cast<off_t>(at));
+    if (r <= 0) {
+      if (r < 0 && errno == EINTR) {
+        continue;
+      }
+      return false;
+    }
+    buf += r;
+    n -= static_cast<size_t>(r);
+    at += static_cast<uint64_t>(r);
+  }
+  return true;
+}
 
 void FileHead::encode(char out[kFileHead]) const {
   std::memset(out, 0, kFileHead);

@@ -21,6 +21,9 @@
 
 namespace sluice::plugins::proxy_cache {
 
+// Reads n bytes at `at` whole (short reads and EINTR retried); false on an error or EOF.
+bool pread_all(int fd, char* buf, size_t n, uint64_t at);
+
 inline constexpr size_t kFileHead = 64;
 
 // The fixed head of a cache file.

@@ -47,7 +47,8 @@ bool Entry::load_head(std::string_view block) {
 bool stored_field(std::string_view name) {
   if (http::is_hop_by_hop(name) || http::iequals(name, "content-length") ||
       http::iequals(name, "apisix-cache-status") || http::iequals(name, "age") ||
-      http::iequals(name, "date")) {  // the hit's Date is the gateway's
+      http::iequals(name, "date") ||    // the hit's Date is the gateway's
+      http::iequals(name, "server")) {  // and so is its Server, as on the miss that filled it
     return false;
   }
   // APISIX: not overwritable when the name matches "ratelimit-remaining".

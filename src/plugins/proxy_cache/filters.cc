@@ -88,6 +88,14 @@ void ProxyCache::header_filter(Context& ctx) const {
   if (st->role != Role::kFill) {
     return;
   }
+  if (ctx.upstream_resp == nullptr && ctx.upstream_ip.empty()) {
+    // A plugin's own answer (api-breaker open, a limit's rejection, ...): no upstream was
+    // asked, so nothing about the upstream's answer is known. Not stored, not declined (the
+    // next request is an ordinary MISS); the waiters go on by themselves.
+    st->end_fill();
+    st->role = Role::kNone;
+    return;
+  }
   if (ctx.upstream_resp == nullptr && disk_ && (ctx.status == 502 || ctx.status == 504)) {
     // nginx's `proxy_cache_valid any` (APISIX's cache_ttl) covers its own 502/504 after the
     // tries, as APISIX's docs show: stored when its body, which is whole, goes by.

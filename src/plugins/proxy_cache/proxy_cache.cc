@@ -276,9 +276,9 @@ bool ProxyCache::serve_disk(Context& ctx, RequestState& st) const {
     // Small: read whole and checked now, so a bad body is still a miss.
     st.buf.resize(o.body_len);
     Checksum sum;
-    ssize_t r = o.body_len == 0 ? 0 : ::pread(o.fd, st.buf.data(), o.body_len, o.body_at);
+    bool read = o.body_len == 0 || pread_all(o.fd, st.buf.data(), o.body_len, o.body_at);
     sum.add(st.buf);
-    if (r != static_cast<ssize_t>(o.body_len) || sum.value() != o.body_sum) {
+    if (!read || sum.value() != o.body_sum) {
       ::close(o.fd);
       o.fd = -1;
       disk_->broken(st.key, st.h, "checksum mismatch in its body");

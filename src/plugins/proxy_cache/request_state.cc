@@ -2,6 +2,8 @@
 
 #include <unistd.h>
 
+#include <algorithm>
+
 #include "common/log.h"
 #include "io/event_loop.h"
 #include "plugins/proxy_cache/proxy_cache.h"
@@ -9,11 +11,13 @@
 namespace sluice::plugins::proxy_cache {
 
 plugin::BodySource::Read MemorySource::next(std::string_view* piece) {
-  if (done_ || body_.empty()) {
+  if (body_.empty()) {
     return Read::kEnd;
   }
-  done_ = true;
-  *piece = body_;
+  // At most a file piece at a time: a body filter (gzip) then works in bounded buffers.
+  size_t n = std::min(body_.size(), FileSource::kPiece);
+  *piece = body_.substr(0, n);
+  body_.remove_prefix(n);
   return Read::kData;
 }
 

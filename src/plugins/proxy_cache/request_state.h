@@ -22,15 +22,11 @@ class StatePool;
 // Thread: worker
 class MemorySource final : public plugin::BodySource {
  public:
-  void set(std::string_view body) {
-    body_ = body;
-    done_ = false;
-  }
+  void set(std::string_view body) { body_ = body; }
   Read next(std::string_view* piece) override;
 
  private:
-  std::string_view body_;
-  bool done_ = false;
+  std::string_view body_;  // what is left to hand out
 };
 
 // A disk file's body, read a piece at a time as the client takes it; its checksum is checked
