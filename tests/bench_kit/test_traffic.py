@@ -50,7 +50,7 @@ def test_quick_run_measures_every_variant(tmp_path):
     try:
         assert processes_mentioning(work) == []  # every server the kit started is gone
         conf = open(os.path.join(work, "nginx", "nginx.conf")).read()
-        assert "limit_req zone=bench" in conf and "proxy_cache bench;" in conf
+        assert "limit_req zone=bench" in conf and "proxy_cache bench_cache;" in conf
     finally:
         shutil.rmtree(work, ignore_errors=True)
 

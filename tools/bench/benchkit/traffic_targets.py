@@ -158,7 +158,7 @@ http {{
         keepalive 32;
     }}
     limit_req_zone $binary_remote_addr zone=bench:1m rate=1000000r/s;
-    proxy_cache_path {dir}/cache levels=1:2 keys_zone=bench:10m inactive=1h;
+    proxy_cache_path {dir}/cache levels=1:2 keys_zone=bench_cache:10m inactive=1h;
     server {{
         listen 127.0.0.1:{port} backlog=4096;
         location /hello {{
@@ -185,7 +185,7 @@ http {{
     server {{
         listen 127.0.0.1:{cache_port} backlog=4096;
         location /hello {{
-            proxy_cache bench;
+            proxy_cache bench_cache;
             proxy_cache_valid 200 1h;
             add_header X-Cache-Status $upstream_cache_status;
             proxy_pass http://up;
@@ -205,6 +205,10 @@ class TrafficNginx(targets.Target):
         super().__init__("nginx")
         d = os.path.join(workdir, "nginx")
         os.makedirs(d, exist_ok=True)
+        # nginx's workers (`nobody` under a root master) write proxy_cache files below d:
+        # they must be able to pass through the kit's private work dir.
+        for path in (workdir, d):
+            os.chmod(path, 0o711)
         ports = {"plain": free_port(), "traffic": free_port(), "cache-hit": free_port()}
         conf = os.path.join(d, "nginx.conf")
         with open(conf, "w") as f:
