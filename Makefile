@@ -113,8 +113,10 @@ clean-arm64:
 # Sanitizers: the whole suite under ASan + UBSan (the 1 GiB transfers and wrk load tests are
 # skipped there: they prove throughput, not memory safety, and take minutes under ASan), and
 # the cross-thread unit tests (event loop posts, workers serving while snapshots are
-# published, limit-count's node-wide counters hammered by 8 threads, metric cells read while
-# a worker records, health state reported by workers while the checker flips it) under TSan.
+# published, limit-count's node-wide counters hammered by 8 threads, limit-req's buckets,
+# limit-conn's counts and api-breaker's states taken by many threads at once, request-id's
+# per-thread generators, metric cells read while a worker records, health state reported by
+# workers while the checker flips it) under TSan.
 .PHONY: test-asan test-tsan
 ASAN_BUILD ?= build-asan
 TSAN_BUILD ?= build-tsan
@@ -134,10 +136,15 @@ $(TSAN_BUILD)/build.ninja:
 
 test-tsan: $(TSAN_BUILD)/build.ninja
 	cmake --build $(TSAN_BUILD) -j $(JOBS) --target unit_io unit_server \
-	  unit_plugins_limit_count unit_metrics unit_health unit_etcd
+	  unit_plugins_limit_count unit_plugins_limit_req unit_plugins_limit_conn \
+	  unit_plugins_api_breaker unit_plugins_request_id unit_metrics unit_health unit_etcd
 	$(TSAN_BUILD)/unit_io
 	$(TSAN_BUILD)/unit_server
 	$(TSAN_BUILD)/unit_plugins_limit_count
+	$(TSAN_BUILD)/unit_plugins_limit_req
+	$(TSAN_BUILD)/unit_plugins_limit_conn
+	$(TSAN_BUILD)/unit_plugins_api_breaker
+	$(TSAN_BUILD)/unit_plugins_request_id
 	$(TSAN_BUILD)/unit_metrics
 	$(TSAN_BUILD)/unit_health
 	$(TSAN_BUILD)/unit_etcd
