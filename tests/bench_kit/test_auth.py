@@ -8,36 +8,17 @@ import json
 import os
 import re
 import shutil
-import subprocess
 
 import pytest
 
 from benchkit import auth_run, procs
+from kit_run import processes_mentioning, sluice_bench
 
 pytestmark = pytest.mark.serial
 
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-SLUICE = os.environ.get("SLUICE_BIN", os.path.join(REPO, "build", "sluice"))
-KIT_ENV = dict(os.environ, SLUICE_BENCH_KIT=os.path.join(REPO, "tools", "bench",
-                                                         "sluice_bench.py"))
-
 
 def bench_auth(*args, timeout=300):
-    return subprocess.run([SLUICE, "bench", "auth", *args], capture_output=True, text=True,
-                          timeout=timeout, env=KIT_ENV)
-
-
-def processes_mentioning(text):
-    out = []
-    for pid in os.listdir("/proc"):
-        if pid.isdigit():
-            try:
-                with open("/proc/%s/cmdline" % pid, "rb") as f:
-                    if text.encode() in f.read():
-                        out.append(int(pid))
-            except OSError:
-                pass
-    return out
+    return sluice_bench("auth", *args, timeout=timeout)
 
 
 def test_quick_run_measures_every_variant(tmp_path):
