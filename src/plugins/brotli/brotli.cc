@@ -23,8 +23,7 @@ struct Stream final : plugin::CoderState {
   size_t slot = 0;
   coding::Pool<Stream>* pool = nullptr;
   BrotliEncoderState* enc = nullptr;
-  std::unique_ptr<uint8_t[]> out;
-  size_t cap = 0;
+  coding::OutBuffer out;
 
   Stream() = default;
   Stream(const Stream&) = delete;
@@ -41,36 +40,26 @@ struct Stream final : plugin::CoderState {
 using Pool = coding::Pool<Stream>;
 
 size_t Stream::encode(std::string_view in, BrotliEncoderOperation op) {
-  if (cap > kKeepOutput) {
-    out.reset();
-    cap = 0;
-  }
-  size_t want = std::max<size_t>(in.size() / 2 + 1024, 4096);
-  if (cap < want) {
-    out.reset(new uint8_t[want]);  // NOLINT: uninitialised on purpose, the encoder fills it
-    cap = want;
-  }
+  out.trim(kKeepOutput);
+  out.reserve(std::max<size_t>(in.size() / 2 + 1024, 4096));
   size_t avail_in = in.size();
   const auto* next_in = reinterpret_cast<const uint8_t*>(in.data());
   size_t used = 0;
   while (true) {
-    size_t avail_out = cap - used;
-    uint8_t* next_out = out.get() + used;
+    size_t avail_out = out.cap - used;
+    uint8_t* next_out = out.data.get() + used;
     if (!BrotliEncoderCompressStream(enc, op, &avail_in, &next_in, &avail_out, &next_out,
                                      nullptr)) {
       return used;
     }
-    used = cap - avail_out;
+    used = out.cap - avail_out;
     bool done = avail_in == 0 && !BrotliEncoderHasMoreOutput(enc) &&
                 (op != BROTLI_OPERATION_FINISH || BrotliEncoderIsFinished(enc));
     if (done) {
       return used;
     }
     if (avail_out == 0) {
-      std::unique_ptr<uint8_t[]> bigger(new uint8_t[cap * 2]);
-      std::copy_n(out.get(), used, bigger.get());
-      out = std::move(bigger);
-      cap *= 2;
+      out.grow(used);
     }
   }
 }
@@ -177,7 +166,7 @@ void Brotli::code(Context& ctx, BodyPiece& piece) const {
   }
   size_t n =
       s->encode(piece.data(), piece.eof() ? BROTLI_OPERATION_FINISH : BROTLI_OPERATION_FLUSH);
-  piece.replace(std::string_view(reinterpret_cast<const char*>(s->out.get()), n));
+  piece.replace(std::string_view(reinterpret_cast<const char*>(s->out.data.get()), n));
   if (piece.eof()) {
     ctx.end_coder();  // replace() copied the bytes
   }

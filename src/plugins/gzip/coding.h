@@ -4,6 +4,7 @@
 // compressing, the head edits compression makes, and a per-worker pool that lends each
 // compressing request its stream.
 
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -76,6 +77,36 @@ void edit_head(plugin::Context& ctx, std::string_view encoding);
 // log phase, or the end of the body): at most one per response being compressed, and `keep`
 // idle ones kept for the next. It owns every stream, lent or not, so none outlives the worker.
 // Thread: worker
+// A coder's output buffer: sized before each piece, doubled (keeping what is written) when
+// the coder needs more, and dropped after a piece that made it bigger than a coder keeps.
+// Thread: worker
+struct OutBuffer {
+  std::unique_ptr<uint8_t[]> data;
+  size_t cap = 0;
+
+  // Lets go of a buffer grown past `keep` bytes.
+  void trim(size_t keep) {
+    if (cap > keep) {
+      data.reset();
+      cap = 0;
+    }
+  }
+  // At least n bytes (contents not kept).
+  void reserve(size_t n) {
+    if (cap < n) {
+      data.reset(new uint8_t[n]);  // NOLINT: uninitialised on purpose, the coder fills it
+      cap = n;
+    }
+  }
+  // Twice the room, the first `used` bytes kept.
+  void grow(size_t used) {
+    std::unique_ptr<uint8_t[]> bigger(new uint8_t[cap * 2]);
+    std::copy_n(data.get(), used, bigger.get());
+    data = std::move(bigger);
+    cap *= 2;
+  }
+};
+
 template <class S>
 class Pool : public plugin::WorkerObject {
  public:

@@ -24,8 +24,7 @@ struct Stream final : plugin::CoderState {
   bool ready = false;
   int level = 0;
   size_t keep = 0;  // buffers.number x size: the output capacity kept between pieces
-  std::unique_ptr<unsigned char[]> out;
-  size_t cap = 0;
+  coding::OutBuffer out;
 
   Stream() = default;
   Stream(const Stream&) = delete;
@@ -39,13 +38,6 @@ struct Stream final : plugin::CoderState {
     deflateReset(&z);
     pool->release(this);
   }
-  // The output buffer holds at least n bytes.
-  void reserve(size_t n) {
-    if (cap < n) {
-      out.reset(new unsigned char[n]);  // NOLINT: uninitialised on purpose, deflate fills it
-      cap = n;
-    }
-  }
   // Deflates `in` with `flush` into out; the bytes written.
   size_t deflate_all(std::string_view in, int flush);
 };
@@ -53,28 +45,21 @@ struct Stream final : plugin::CoderState {
 using Pool = coding::Pool<Stream>;
 
 size_t Stream::deflate_all(std::string_view in, int flush) {
-  if (cap > keep) {  // a big piece's buffer is not kept for the next (buffers)
-    out.reset();
-    cap = 0;
-  }
+  out.trim(keep);  // a big piece's buffer is not kept for the next (buffers)
   // With Z_SYNC_FLUSH / Z_FINISH everything fits in deflateBound plus the flush markers.
-  reserve(std::max<size_t>(deflateBound(&z, in.size()) + 64, 256));
+  out.reserve(std::max<size_t>(deflateBound(&z, in.size()) + 64, 256));
   z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(in.data()));
   z.avail_in = static_cast<uInt>(in.size());
   size_t used = 0;
   while (true) {
-    z.next_out = out.get() + used;
-    z.avail_out = static_cast<uInt>(cap - used);
+    z.next_out = out.data.get() + used;
+    z.avail_out = static_cast<uInt>(out.cap - used);
     int rc = deflate(&z, flush);
-    used = cap - z.avail_out;
+    used = out.cap - z.avail_out;
     if (rc == Z_STREAM_END || (z.avail_out != 0 && z.avail_in == 0) || rc == Z_STREAM_ERROR) {
       return used;
     }
-    // Rare: the bound was short (pending bits); grow and go on.
-    std::unique_ptr<unsigned char[]> bigger(new unsigned char[cap * 2]);
-    std::copy_n(out.get(), used, bigger.get());
-    out = std::move(bigger);
-    cap *= 2;
+    out.grow(used);  // rare: the bound was short (pending bits)
   }
 }
 
@@ -188,7 +173,7 @@ void Gzip::code(Context& ctx, BodyPiece& piece) const {
     return;
   }
   size_t n = s->deflate_all(piece.data(), piece.eof() ? Z_FINISH : Z_SYNC_FLUSH);
-  piece.replace(std::string_view(reinterpret_cast<const char*>(s->out.get()), n));
+  piece.replace(std::string_view(reinterpret_cast<const char*>(s->out.data.get()), n));
   if (piece.eof()) {
     ctx.end_coder();  // replace() copied the bytes
   }
