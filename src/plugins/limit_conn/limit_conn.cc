@@ -19,14 +19,6 @@ using plugin::Context;
 
 namespace {
 
-uint64_t stable_hash(std::string_view s) {
-  uint64_t h = 0xcbf29ce484222325ull;
-  for (unsigned char c : s) {
-    h = (h ^ c) * 0x100000001b3ull;
-  }
-  return h;
-}
-
 common::StatusOr<std::shared_ptr<const plugin::Plugin>> make(const plugin::Json& json,
                                                              const plugin::BuildEnv& env) {
   auto conf = parse(json);
@@ -35,16 +27,12 @@ common::StatusOr<std::shared_ptr<const plugin::Plugin>> make(const plugin::Json&
   }
   std::shared_ptr<limit_count::WordTable> table;
   if (conf->redis.policy == Policy::kLocal) {
-    size_t slots = env.shared.attr_of("limit-conn").value("local_keys", size_t{1} << 20);
-    table = env.shared.get<limit_count::WordTable>(
-        "limit-conn/local", [&] { return std::make_shared<limit_count::WordTable>(slots); });
+    table = limit_count::local_table(env.shared, "limit-conn");
   }
   // APISIX keys the count by the conf's version: a conf change starts from zero (requests in
   // flight release the counter they took).
   const bool per_route = env.owner.starts_with("consumer/");
-  std::string scope(env.owner);
-  scope += ':';
-  common::append_uint(scope, stable_hash(json.dump()));
+  std::string scope = limit_count::conf_scope(env.owner, json);
   auto lc =
       std::make_shared<LimitConn>(std::move(conf).value(), std::move(scope), std::move(table));
   lc->set_per_route(per_route);
@@ -141,7 +129,7 @@ LimitConn::LimitConn(Conf conf, std::string scope, std::shared_ptr<limit_count::
       scope_(std::move(scope)),
       key_(conf_.key_type, conf_.key),
       table_(std::move(table)) {
-  scope_hash_ = stable_hash(scope_);
+  scope_hash_ = limit_count::stable_hash(scope_);
   unit_delay_ns_.store(static_cast<uint64_t>(std::llround(conf_.default_conn_delay * 1e9)));
   if (conf_.has_rejected_msg) {
     rejected_body_ = plugin::Json{{"error_msg", conf_.rejected_msg}}.dump() + "\n";

@@ -4,6 +4,7 @@
 
 #include "common/strings.h"
 #include "io/event_loop.h"
+#include "plugins/limit_count/word_table.h"
 
 namespace sluice::plugins::limit_count {
 
@@ -20,14 +21,6 @@ std::string_view decimal(uint64_t v, char* buf) {
 
 // FNV-1a: stable across processes and architectures, so two nodes sharing a Redis name the
 // same conf the same way.
-uint64_t stable_hash(std::string_view s) {
-  uint64_t h = 0xcbf29ce484222325ull;
-  for (unsigned char c : s) {
-    h = (h ^ c) * 0x100000001b3ull;
-  }
-  return h;
-}
-
 common::StatusOr<std::shared_ptr<const plugin::Plugin>> make(const plugin::Json& json,
                                                              const plugin::BuildEnv& env) {
   auto conf = parse(json);
@@ -46,8 +39,7 @@ common::StatusOr<std::shared_ptr<const plugin::Plugin>> make(const plugin::Json&
   // shares them, and check_group made sure they share one conf.
   std::string scope;
   if (conf->group.empty()) {
-    scope.assign(env.owner).append(":");
-    common::append_uint(scope, stable_hash(json.dump()));
+    scope = conf_scope(env.owner, json);
   } else {
     scope = "group/" + conf->group;
   }

@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <bit>
 
+#include "common/strings.h"
+
 namespace sluice::plugins::limit_count {
 
 WordTable::WordTable(size_t capacity) {
@@ -44,6 +46,26 @@ uint64_t* WordTable::word(uint64_t fp) {
   }
   overflowed_.fetch_add(1, std::memory_order_relaxed);
   return &overflow_;
+}
+
+uint64_t stable_hash(std::string_view s) {
+  uint64_t h = 0xcbf29ce484222325ull;
+  for (unsigned char c : s) {
+    h = (h ^ c) * 0x100000001b3ull;
+  }
+  return h;
+}
+
+std::string conf_scope(std::string_view owner, const plugin::Json& conf) {
+  std::string scope(owner);
+  scope += ':';
+  common::append_uint(scope, stable_hash(conf.dump()));
+  return scope;
+}
+
+std::shared_ptr<WordTable> local_table(plugin::Shared& shared, const std::string& name) {
+  size_t slots = shared.attr_of(name).value("local_keys", size_t{1} << 20);
+  return shared.get<WordTable>(name + "/local", [&] { return std::make_shared<WordTable>(slots); });
 }
 
 }  // namespace sluice::plugins::limit_count

@@ -14,6 +14,11 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "plugin/info.h"
 
 namespace sluice::plugins::limit_count {
 
@@ -49,5 +54,15 @@ class WordTable {
   alignas(64) std::atomic<uint64_t> overflowed_{0};
   alignas(64) uint64_t overflow_ = 0;
 };
+
+// What the limit plugins (limit-count, limit-req, limit-conn) share when they build.
+// FNV-1a: stable across processes, so two nodes sharing a Redis name a conf alike.
+uint64_t stable_hash(std::string_view s);
+// The state's scope: the owner and a hash of the conf, so that a conf change starts anew
+// (APISIX keys the state by the plugin conf's version).
+std::string conf_scope(std::string_view owner, const plugin::Json& conf);
+// Plugin `name`'s node-wide table (plugin_attr.<name>.local_keys slots, 2^20 by default),
+// made once and kept across snapshots.
+std::shared_ptr<WordTable> local_table(plugin::Shared& shared, const std::string& name);
 
 }  // namespace sluice::plugins::limit_count

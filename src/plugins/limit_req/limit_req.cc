@@ -19,15 +19,6 @@ using plugin::Context;
 
 namespace {
 
-// FNV-1a: stable across processes, so two nodes sharing a Redis name a conf alike.
-uint64_t stable_hash(std::string_view s) {
-  uint64_t h = 0xcbf29ce484222325ull;
-  for (unsigned char c : s) {
-    h = (h ^ c) * 0x100000001b3ull;
-  }
-  return h;
-}
-
 uint64_t clamp_units(double v) {
   return v >= 9e18 ? uint64_t{9000000000000000000ull} : static_cast<uint64_t>(std::llround(v));
 }
@@ -45,15 +36,11 @@ common::StatusOr<std::shared_ptr<const plugin::Plugin>> make(const plugin::Json&
   }
   std::shared_ptr<limit_count::WordTable> table;
   if (conf->redis.policy == Policy::kLocal) {
-    size_t slots = env.shared.attr_of("limit-req").value("local_keys", size_t{1} << 20);
-    table = env.shared.get<limit_count::WordTable>(
-        "limit-req/local", [&] { return std::make_shared<limit_count::WordTable>(slots); });
+    table = limit_count::local_table(env.shared, "limit-req");
   }
   // A conf change starts new buckets, as APISIX keys them by the plugin's conf version.
   const bool per_route = env.owner.starts_with("consumer/");
-  std::string scope(env.owner);
-  scope += ':';
-  common::append_uint(scope, stable_hash(json.dump()));
+  std::string scope = limit_count::conf_scope(env.owner, json);
   auto lr = std::make_shared<LimitReq>(std::move(conf).value(), std::move(scope), std::move(table));
   lr->set_per_route(per_route);
   return std::shared_ptr<const plugin::Plugin>(std::move(lr));
@@ -134,7 +121,7 @@ LimitReq::LimitReq(Conf conf, std::string scope, std::shared_ptr<limit_count::Wo
       scope_(std::move(scope)),
       key_(conf_.key_type, conf_.key),
       table_(std::move(table)) {
-  scope_hash_ = stable_hash(scope_);
+  scope_hash_ = limit_count::stable_hash(scope_);
   local_ = bucket(conf_, 1e9);
   remote_ = bucket(conf_, 1e6);
   if (conf_.has_rejected_msg) {
