@@ -17,13 +17,12 @@ import base64
 import hashlib
 import hmac
 import json
-import os
 import time
 import urllib.error
 import urllib.request
 
 from . import targets
-from .procs import Process, free_port
+from .procs import free_port
 
 KEY = "bench-api-key-0001"          # the measured consumer's key-auth key
 JWT_KEY = "bench-jwt-key"           # its jwt-auth key (the token's "key" claim)
@@ -177,26 +176,14 @@ http {{
 """
 
 
-class AuthNginx(targets.Target):
+class AuthNginx(targets.NginxTarget):
     """nginx, one worker: scenario 1's proxy on one port, the static key check on another."""
-    kind = "nginx"
 
     def __init__(self, upstream, workdir, cpus):
-        super().__init__("nginx")
-        d = os.path.join(workdir, "nginx")
-        os.makedirs(d, exist_ok=True)
+        super().__init__(workdir)
         self.port, self.key_port = free_port(), free_port()
-        conf = os.path.join(d, "nginx.conf")
-        with open(conf, "w") as f:
-            f.write(NGINX_AUTH.format(dir=d, port=self.port, key_port=self.key_port,
-                                      up_port=upstream.port, key=KEY))
-        binary = targets.nginx_binary()
-        self.version = "nginx " + (targets._tool_version([binary, "-v"], r"nginx/(\S+)") or "?")
-        self.process = Process("nginx", [binary, "-p", d, "-e", os.path.join(d, "start.log"),
-                                         "-c", conf, "-g", "daemon off;"], self.port,
-                               os.path.join(workdir, "nginx.log"), cpus=cpus)
-        self.processes.append(self.process)
-        self.pids = [self.process.pid]
+        self.start(NGINX_AUTH.format(dir=self.dir, port=self.port, key_port=self.key_port,
+                                     up_port=upstream.port, key=KEY), self.port, cpus)
         self.url = "http://127.0.0.1:%d/hello" % self.port
         self.key_url = "http://127.0.0.1:%d/hello" % self.key_port
 

@@ -258,25 +258,40 @@ http {{
 """
 
 
-class Nginx(Target):
-    """nginx as a reverse proxy with upstream keep-alive."""
+class NginxTarget(Target):
+    """nginx run from a configuration of the caller's, in workdir/nginx."""
     kind = "nginx"
 
-    def __init__(self, upstream, workdir, workers, cpus):
+    def __init__(self, workdir):
         super().__init__("nginx")
-        d = os.path.join(workdir, "nginx")
-        os.makedirs(d, exist_ok=True)
-        self.port = free_port()
+        self.workdir = workdir
+        self.dir = os.path.join(workdir, "nginx")
+        os.makedirs(self.dir, exist_ok=True)
+
+    def start(self, conf_text, port, cpus):
+        """Writes nginx.conf (conf_text, already formatted) and starts nginx; `port` is the
+        one it is ready when listening on."""
+        d = self.dir
         conf = os.path.join(d, "nginx.conf")
         with open(conf, "w") as f:
-            f.write(NGINX_PROXY.format(dir=d, port=self.port, up_port=upstream.port,
-                                       workers=workers))
-        self.version = "nginx " + (_tool_version([nginx_binary(), "-v"], r"nginx/(\S+)") or "?")
-        p = Process("nginx", [nginx_binary(), "-p", d, "-e", os.path.join(d, "start.log"), "-c",
-                              conf, "-g", "daemon off;"], self.port,
-                    os.path.join(workdir, "nginx.log"), cpus=cpus)
-        self.processes.append(p)
-        self.pids = [p.pid]
+            f.write(conf_text)
+        binary = nginx_binary()
+        self.version = "nginx " + (_tool_version([binary, "-v"], r"nginx/(\S+)") or "?")
+        self.process = Process("nginx", [binary, "-p", d, "-e", os.path.join(d, "start.log"),
+                                         "-c", conf, "-g", "daemon off;"], port,
+                               os.path.join(self.workdir, "nginx.log"), cpus=cpus)
+        self.processes.append(self.process)
+        self.pids = [self.process.pid]
+
+
+class Nginx(NginxTarget):
+    """nginx as a reverse proxy with upstream keep-alive."""
+
+    def __init__(self, upstream, workdir, workers, cpus):
+        super().__init__(workdir)
+        self.port = free_port()
+        self.start(NGINX_PROXY.format(dir=self.dir, port=self.port, up_port=upstream.port,
+                                      workers=workers), self.port, cpus)
         self.url = "http://127.0.0.1:%d/hello" % self.port
 
 

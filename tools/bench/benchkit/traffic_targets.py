@@ -19,7 +19,7 @@ import urllib.error
 import urllib.request
 
 from . import targets
-from .procs import Process, free_port
+from .procs import free_port
 
 ORIGIN = "http://bench.example"
 
@@ -197,32 +197,20 @@ http {{
 """
 
 
-class TrafficNginx(targets.Target):
+class TrafficNginx(targets.NginxTarget):
     """nginx, one worker: plain, traffic-equivalent and proxy_cache ports."""
-    kind = "nginx"
 
     def __init__(self, upstream, workdir, cpus):
-        super().__init__("nginx")
-        d = os.path.join(workdir, "nginx")
-        os.makedirs(d, exist_ok=True)
-        # nginx's workers (`nobody` under a root master) write proxy_cache files below d:
-        # they must be able to pass through the kit's private work dir.
-        for path in (workdir, d):
+        super().__init__(workdir)
+        # nginx's workers (`nobody` under a root master) write proxy_cache files below its
+        # dir: they must be able to pass through the kit's private work dir.
+        for path in (workdir, self.dir):
             os.chmod(path, 0o711)
         ports = {"plain": free_port(), "traffic": free_port(), "cache-hit": free_port()}
-        conf = os.path.join(d, "nginx.conf")
-        with open(conf, "w") as f:
-            f.write(NGINX_TRAFFIC.format(dir=d, port=ports["plain"],
-                                         traffic_port=ports["traffic"],
-                                         cache_port=ports["cache-hit"],
-                                         up_port=upstream.port))
-        binary = targets.nginx_binary()
-        self.version = "nginx " + (targets._tool_version([binary, "-v"], r"nginx/(\S+)") or "?")
-        self.process = Process("nginx", [binary, "-p", d, "-e", os.path.join(d, "start.log"),
-                                         "-c", conf, "-g", "daemon off;"], ports["plain"],
-                               os.path.join(workdir, "nginx.log"), cpus=cpus)
-        self.processes.append(self.process)
-        self.pids = [self.process.pid]
+        self.start(NGINX_TRAFFIC.format(dir=self.dir, port=ports["plain"],
+                                        traffic_port=ports["traffic"],
+                                        cache_port=ports["cache-hit"], up_port=upstream.port),
+                   ports["plain"], cpus)
         self.urls = {v: "http://127.0.0.1:%d/hello" % p for v, p in ports.items()}
 
     def use_variant(self, variant):
