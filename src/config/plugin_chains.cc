@@ -109,6 +109,8 @@ struct ChainCache {
     ChainPtr chain;
     std::vector<std::string> warnings;
     uint64_t used = 0;
+    // The plugin_metadata objects its plugins read (null: none existed), by plugin name.
+    std::vector<std::pair<std::string, Json>> metadata;
   };
   std::unordered_map<std::string, Item> items;  // by owner
   uint64_t generation = 0;
@@ -116,6 +118,17 @@ struct ChainCache {
 
 ChainCache& cache_of(plugin::Shared& shared) {
   return *shared.get<ChainCache>(kChainCacheKey, [] { return std::make_shared<ChainCache>(); });
+}
+
+// Whether the plugin_metadata objects `item`'s plugins read are still what they were.
+bool same_metadata(const ChainCache::Item& item, plugin::Shared& shared) {
+  for (const auto& [name, was] : item.metadata) {
+    const Json* now = shared.metadata_of(name);
+    if (now == nullptr ? !was.is_null() : *now != was) {
+      return false;
+    }
+  }
+  return true;
 }
 
 }  // namespace
@@ -134,7 +147,8 @@ StatusOr<ChainPtr> build_chain(const Json& plugins, std::string_view owner, plug
   }
   ChainCache& cache = cache_of(shared);
   std::string key(owner);
-  if (auto it = cache.items.find(key); it != cache.items.end() && it->second.conf == plugins) {
+  if (auto it = cache.items.find(key);
+      it != cache.items.end() && it->second.conf == plugins && same_metadata(it->second, shared)) {
     it->second.used = cache.generation;
     warnings->insert(warnings->end(), it->second.warnings.begin(), it->second.warnings.end());
     return it->second.chain;
@@ -142,8 +156,14 @@ StatusOr<ChainPtr> build_chain(const Json& plugins, std::string_view owner, plug
   std::vector<plugin::Entry> entries;
   std::vector<std::string> own_warnings;
   const uint64_t uses = shared.upstreams != nullptr ? shared.upstreams->uses : 0;
+  shared.metadata_reads.clear();
   if (Status s = add_entries(plugins, owner, shared, &own_warnings, &entries); !s.is_ok()) {
     return s;
+  }
+  std::vector<std::pair<std::string, Json>> metadata;
+  for (const std::string& name : shared.metadata_reads) {
+    const Json* m = shared.metadata_of(name);
+    metadata.emplace_back(name, m != nullptr ? *m : Json());
   }
   auto chain = finish(std::move(entries));
   // A chain that named this snapshot's upstreams (traffic-split) is not kept for the next.
@@ -154,7 +174,8 @@ StatusOr<ChainPtr> build_chain(const Json& plugins, std::string_view owner, plug
   }
   if (chain.is_ok()) {
     warnings->insert(warnings->end(), own_warnings.begin(), own_warnings.end());
-    cache.items[std::move(key)] = {plugins, *chain, std::move(own_warnings), cache.generation};
+    cache.items[std::move(key)] = {plugins, *chain, std::move(own_warnings), cache.generation,
+                                   std::move(metadata)};
   }
   return chain;
 }

@@ -408,11 +408,21 @@ const KindStep kKindSteps[] = {
 
 common::Status Builder::build(uint64_t version) {
   // Plugins built from here on may name upstreams of this snapshot (plugin/upstreams.h).
+  // Plugins built from here on may read the snapshot's plugin_metadata (cors's
+  // allow_origins_by_metadata).
   struct Lend {
     plugin::Shared& shared;
-    ~Lend() { shared.upstreams = nullptr; }
+    ~Lend() {
+      shared.upstreams = nullptr;
+      shared.metadata = nullptr;
+    }
   } lend{shared_};
+  std::unordered_map<std::string, Json> metadata;
+  for (const PluginMetadataConf& m : set_.plugin_metadata) {
+    metadata.emplace(m.id, m.value);
+  }
   shared_.upstreams = this;
+  shared_.metadata = &metadata;
   snap_owner_ = std::make_shared<snapshot::Snapshot>();
   snap_ = snap_owner_.get();
   snap_->version = version;

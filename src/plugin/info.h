@@ -40,6 +40,14 @@ class Shared {
   uint16_t ssl_port = 0;
   // The snapshot builder's upstreams while it builds plugins (make); null otherwise.
   UpstreamCatalog* upstreams = nullptr;
+  // The snapshot's plugin_metadata objects by plugin name while the builder builds plugins
+  // (make); null otherwise. A plugin reads its own through metadata_of().
+  const std::unordered_map<std::string, Json>* metadata = nullptr;
+  // The plugin_metadata object of `plugin` in the snapshot being built, or null (none, or
+  // not building). The name is added to `metadata_reads`: a chain built from a plugin that
+  // read it is built again when the object changes (config/plugin_chains.cc).
+  const Json* metadata_of(std::string_view plugin);
+  std::vector<std::string> metadata_reads;
 
   template <class T, class Make>
   std::shared_ptr<T> get(const std::string& key, Make&& make) {

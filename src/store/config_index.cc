@@ -191,6 +191,8 @@ void ConfigIndex::erase(const std::string& key, std::string_view kind) {
     erase_key(set_.credentials, credentials_, key);
   } else if (kind == "consumer_groups") {
     erase_key(set_.consumer_groups, consumer_groups_, key);
+  } else if (kind == "plugin_metadata") {
+    erase_key(set_.plugin_metadata, plugin_metadata_, key);
   }
   set_refs(key, {});
 }
@@ -229,6 +231,10 @@ Status ConfigIndex::apply(const Change& c) {
     st = absorb(config::decode_consumer(revealed("consumers", v)), key, set_.consumers, consumers_);
   } else if (parts.kind == "consumer_groups") {
     st = absorb(config::decode_consumer_group(v), key, set_.consumer_groups, consumer_groups_);
+  } else if (parts.kind == "plugin_metadata") {
+    // The key names the plugin (/apisix/plugin_metadata/cors); cors reads its own.
+    st = absorb(config::decode_plugin_metadata(std::string(parts.id), v), key, set_.plugin_metadata,
+                plugin_metadata_);
   }
   if (st) {
     set_refs(key, refs_of(parts.kind, v));

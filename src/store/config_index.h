@@ -59,7 +59,7 @@ class ConfigIndex {
   std::string prefix_;
   config::ConfigSet set_;
   Positions routes_, services_, upstreams_, global_rules_, plugin_configs_, ssls_, consumers_,
-      credentials_, consumer_groups_;
+      credentials_, consumer_groups_, plugin_metadata_;
   std::map<std::string, std::vector<std::string>> refs_;    // key -> keys it references
   std::map<std::string, std::set<std::string>> referrers_;  // key -> keys referencing it
 };

@@ -137,10 +137,8 @@ def test_doc_origins_by_regex(shared):
     _no_cors(r)
 
 
-def test_doc_origins_by_metadata_is_refused(shared):
+def test_doc_origins_by_metadata(shared):
     doc = shared
-    # The metadata is APISIX's shape and is accepted; a conf that would read it is refused,
-    # because Sluice's cors cannot read plugin metadata yet (docs/plugins.md).
     r = doc.run('''curl "http://127.0.0.1:9180/apisix/admin/plugin_metadata/cors" -X PUT \\
       -H "X-API-KEY: ${admin_key}" \\
       -d '{
@@ -172,9 +170,25 @@ def test_doc_origins_by_metadata_is_refused(shared):
           "type": "roundrobin"
         }
       }' ''')
-    assert r.status == 400, r
-    assert r.json()["error_msg"].startswith(
-        ERR + 'property "allow_origins_by_metadata" validation failed: not supported'), r
+    assert r.status in (200, 201), r
+    # The example's request: an Origin key_1 lists gets the CORS headers.
+    r = doc.run('curl "http://127.0.0.1:9080/anything" -H "Origin: https://domain.com" -I')
+    assert r.status == 200, r
+    assert r.header("Access-Control-Allow-Origin") == "https://domain.com", r
+    assert r.header("Vary") == "Origin", r
+    assert r.header("Access-Control-Allow-Methods") == "GET,POST", r
+    assert r.header("Access-Control-Max-Age") == "50", r
+    # An Origin only key_2 lists (the route does not name key_2) gets none.
+    _no_cors(doc.run('curl "http://127.0.0.1:9080/anything" -H "Origin: https://sub.domain.com" -I'))
+    # The metadata is read per request in APISIX: a change applies to the next request.
+    _admin(doc, "PUT", "/plugin_metadata/cors",
+           {"allow_origins": {"key_1": "https://sub.domain.com"}})
+    r = doc.run('curl "http://127.0.0.1:9080/anything" -H "Origin: https://sub.domain.com" -I')
+    assert r.header("Access-Control-Allow-Origin") == "https://sub.domain.com", r
+    _no_cors(doc.run('curl "http://127.0.0.1:9080/anything" -H "Origin: https://domain.com" -I'))
+    # Without the metadata nothing is allowed; the metadata's own schema is checked.
+    _admin(doc, "DELETE", "/plugin_metadata/cors", None)
+    _no_cors(doc.run('curl "http://127.0.0.1:9080/anything" -H "Origin: https://sub.domain.com" -I'))
     bad = doc.gw.admin("PUT", "/plugin_metadata/cors", {"allow_origins": {"k": "domain.com"}},
                        key=WELL_KNOWN_ADMIN_KEY)
     assert bad.status == 400, bad

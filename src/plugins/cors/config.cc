@@ -29,28 +29,8 @@ bool origin_item(std::string_view s) {
   return i > 0 && s.substr(i, 3) == "://" && s.size() > i + 3;
 }
 
-StatusOr<OriginList> origin_list(const Json& v) {
-  auto s = schema::as_string(v);
-  if (!s.is_ok()) {
-    return s.status();
-  }
-  if (!origins_pattern(*s)) {
-    return Status::error(
-        fmt::format(R"(failed to match pattern "{}" with "{}")", kOriginsPattern, *s));
-  }
-  OriginList out{*s, {}};
-  if (s->find(',') != std::string::npos) {
-    std::string_view rest = *s;
-    while (!rest.empty()) {
-      size_t comma = rest.find(',');
-      out.items.emplace_back(rest.substr(0, comma));
-      rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 1);
-    }
-  }
-  return out;
-}
-
-StatusOr<std::vector<std::string>> regex_list(const Json& v) {
+// allow_origins_by_regex, allow_origins_by_metadata: 1-4096 characters each.
+StatusOr<std::vector<std::string>> string_items(const Json& v) {
   return schema::as_string_array(v, [](const Json& x) { return schema::as_string(x, 1, 4096); });
 }
 
@@ -81,19 +61,34 @@ void decode_fields(FieldDecoder& d, Conf* c, std::vector<std::string>* regexes,
     return std::to_string(*n);
   });
   d.field("allow_credential", &c->allow_credential, schema::as_bool);
-  d.field("allow_origins_by_regex", regexes, regex_list);
-  // Refused rather than ignored: the plugin cannot read plugin metadata yet.
-  bool by_metadata = false;
-  d.field("allow_origins_by_metadata", &by_metadata, [](const Json&) -> StatusOr<bool> {
-    return Status::error(
-        "not supported by Sluice: the cors plugin cannot read plugin_metadata yet; list the "
-        "origins in allow_origins or allow_origins_by_regex");
-  });
+  d.field("allow_origins_by_regex", regexes, string_items);
+  d.field("allow_origins_by_metadata", &c->origins_by_metadata, string_items);
   d.field("timing_allow_origins", &c->timing_allow_origins, origin_list);
-  d.field("timing_allow_origins_by_regex", timing_regexes, regex_list);
+  d.field("timing_allow_origins_by_regex", timing_regexes, string_items);
 }
 
 }  // namespace
+
+StatusOr<OriginList> origin_list(const Json& v) {
+  auto s = schema::as_string(v);
+  if (!s.is_ok()) {
+    return s.status();
+  }
+  if (!origins_pattern(*s)) {
+    return Status::error(
+        fmt::format(R"(failed to match pattern "{}" with "{}")", kOriginsPattern, *s));
+  }
+  OriginList out{*s, {}};
+  if (s->find(',') != std::string::npos) {
+    std::string_view rest = *s;
+    while (!rest.empty()) {
+      size_t comma = rest.find(',');
+      out.items.emplace_back(rest.substr(0, comma));
+      rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 1);
+    }
+  }
+  return out;
+}
 
 bool origins_pattern(std::string_view text) {
   if (text == "*" || text == "**" || text == "null") {

@@ -34,6 +34,8 @@ struct Conf {
   bool allow_credential = false;
   // allow_origins_by_regex: when given, allow_origins is not consulted.
   std::vector<proxy_rewrite::RegexRule> origin_regexes;
+  // allow_origins_by_metadata: keys of the plugin_metadata's allow_origins map, in order.
+  std::vector<std::string> origins_by_metadata;
   bool has_timing = false;  // timing_allow_origins or its regexes were given
   OriginList timing_allow_origins;
   std::vector<proxy_rewrite::RegexRule> timing_regexes;
@@ -46,6 +48,9 @@ struct Conf {
 common::StatusOr<Conf> parse(const plugin::Json& conf);
 // With PluginUse::kMetadata, checks APISIX's metadata_schema ({allow_origins: {key: origins}}).
 common::Status check(const plugin::Json& conf, plugin::PluginUse use);
+
+// The origins of a plugin_metadata `allow_origins` value (checked by check()).
+common::StatusOr<OriginList> origin_list(const plugin::Json& v);
 
 // Whether `text` matches APISIX's origins pattern `^(\*|\*\*|null|\w+://[^,]+(,\w+://[^,]+)*)$`.
 bool origins_pattern(std::string_view text);

@@ -10,14 +10,43 @@ using plugin::Context;
 
 namespace {
 
+// The origins allow_origins_by_metadata names, from the snapshot's plugin_metadata/cors (read
+// at build: a change to it builds the chain again, so it applies to the next request as
+// APISIX's per-request read does).
+std::vector<OriginList> metadata_origins(const Conf& conf, plugin::Shared& shared) {
+  std::vector<OriginList> out;
+  if (conf.origins_by_metadata.empty()) {
+    return out;
+  }
+  const plugin::Json* meta = shared.metadata_of("cors");
+  if (meta == nullptr || !meta->is_object()) {
+    return out;
+  }
+  auto map = meta->find("allow_origins");
+  if (map == meta->end() || !map->is_object()) {
+    return out;
+  }
+  for (const std::string& key : conf.origins_by_metadata) {
+    auto it = map->find(key);
+    if (it == map->end()) {
+      continue;  // APISIX fails the request here (a nil pattern); Sluice skips the key
+    }
+    if (auto list = origin_list(*it); list.is_ok()) {
+      out.push_back(std::move(list).value());
+    }
+  }
+  return out;
+}
+
 common::StatusOr<std::shared_ptr<const plugin::Plugin>> make(const plugin::Json& json,
-                                                             const plugin::BuildEnv&) {
+                                                             const plugin::BuildEnv& env) {
   auto conf = parse(json);
   if (!conf.is_ok()) {
     return conf.status();
   }
+  auto by_metadata = metadata_origins(*conf, env.shared);
   return std::shared_ptr<const plugin::Plugin>(
-      std::make_shared<const Cors>(std::move(conf).value()));
+      std::make_shared<const Cors>(std::move(conf).value(), std::move(by_metadata)));
 }
 
 // APISIX's process_with_allow_origins then match_origins: `**` stands for the request's
@@ -72,7 +101,26 @@ const plugin::PluginInfo& info() {
   return kInfo;
 }
 
+// APISIX 3.x's header_filter: with allow_origins_by_metadata, the metadata's origins are
+// tried first, key by key, and a match allows the request's Origin itself (even through `*`);
+// the route's own allow_origins (or its regexes) is tried after only when allow_origins is
+// not `*`. Without an Origin nothing is allowed then.
 bool Cors::allowed_origin(std::string_view origin, bool has_origin, std::string_view* out) const {
+  if (!conf_.origins_by_metadata.empty()) {
+    if (!has_origin) {
+      return false;
+    }
+    std::string_view v;
+    for (const OriginList& list : by_metadata_) {
+      if (from_list(list, origin, has_origin, &v)) {
+        *out = origin;
+        return true;
+      }
+    }
+    if (conf_.allow_origins.any()) {
+      return false;
+    }
+  }
   if (!conf_.origin_regexes.empty()) {
     return from_regexes(conf_.origin_regexes, origin, has_origin, out);
   }

@@ -4,6 +4,7 @@
 // request. See README.md beside this file.
 
 #include <string_view>
+#include <vector>
 
 #include "plugin/info.h"
 #include "plugins/cors/config.h"
@@ -15,7 +16,10 @@ const plugin::PluginInfo& info();
 // Thread: any (immutable)
 class Cors final : public plugin::Plugin {
  public:
-  explicit Cors(Conf conf) : conf_(std::move(conf)) {}
+  // `by_metadata`: the plugin_metadata origins named by allow_origins_by_metadata, in its
+  // order (a key the metadata lacks is left out).
+  explicit Cors(Conf conf, std::vector<OriginList> by_metadata = {})
+      : conf_(std::move(conf)), by_metadata_(std::move(by_metadata)) {}
   uint32_t phases() const override { return plugin::phase_bit(plugin::Phase::kRewrite); }
   plugin::Action rewrite(plugin::Context& ctx) const override;
 
@@ -30,6 +34,7 @@ class Cors final : public plugin::Plugin {
   void set_cors_headers(plugin::Context& ctx, std::string_view allow_origin) const;
 
   Conf conf_;
+  std::vector<OriginList> by_metadata_;
 };
 
 }  // namespace sluice::plugins::cors

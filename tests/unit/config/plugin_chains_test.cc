@@ -453,5 +453,46 @@ routes:
   EXPECT_NE(chain_of(*changed, "b"), chain_of(*fresh, "b"));
 }
 
+TEST(SnapshotChains, AChainThatReadPluginMetadataIsBuiltAgainWhenItChanges) {
+  auto set = parse_standalone(R"(
+routes:
+  - id: meta
+    uri: /m
+    plugins: {cors: {allow_origins_by_metadata: [k]}}
+    upstream: {nodes: {"127.0.0.1:80": 1}}
+  - id: plain
+    uri: /p
+    plugins: {cors: {}}
+    upstream: {nodes: {"127.0.0.1:80": 1}}
+plugin_metadata:
+  - id: cors
+    allow_origins: {k: "https://a.com"}
+#END
+)");
+  ASSERT_TRUE(set.is_ok()) << set.status().message();
+  upstream::DnsCache dns(30);
+  plugin::Shared shared;
+  auto first = build_snapshot(*set, dns, 1, &shared);
+  ASSERT_TRUE(first.is_ok()) << first.status().message();
+  EXPECT_EQ(shared.metadata, nullptr);  // lent only while building
+  auto same = build_snapshot(*set, dns, 2, &shared);
+  ASSERT_TRUE(same.is_ok());
+  EXPECT_EQ(chain_of(*first, "meta"), chain_of(*same, "meta"));
+
+  set->plugin_metadata[0].value["allow_origins"]["k"] = "https://b.com";
+  auto changed = build_snapshot(*set, dns, 3, &shared);
+  ASSERT_TRUE(changed.is_ok());
+  EXPECT_NE(chain_of(*same, "meta"), chain_of(*changed, "meta"));
+  EXPECT_EQ(chain_of(*same, "plain"), chain_of(*changed, "plain"));  // it never read it
+
+  set->plugin_metadata.clear();
+  auto removed = build_snapshot(*set, dns, 4, &shared);
+  ASSERT_TRUE(removed.is_ok());
+  EXPECT_NE(chain_of(*changed, "meta"), chain_of(*removed, "meta"));
+  auto still_removed = build_snapshot(*set, dns, 5, &shared);
+  ASSERT_TRUE(still_removed.is_ok());
+  EXPECT_EQ(chain_of(*removed, "meta"), chain_of(*still_removed, "meta"));
+}
+
 }  // namespace plugin_chains_test
 }  // namespace sluice::config

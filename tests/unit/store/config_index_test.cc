@@ -54,6 +54,24 @@ TEST(ConfigIndexTest, BadValueIsRefusedAndTheLastGoodOneKept) {
   EXPECT_FALSE(idx.apply(put("/elsewhere/routes/1", "{}")).is_ok());
 }
 
+// plugin_metadata reaches the snapshot (cors's allow_origins_by_metadata reads it), keyed by
+// the plugin's name; a bad value keeps the last good one, a delete removes it.
+TEST(ConfigIndexTest, PluginMetadataIsKeptByPluginName) {
+  ConfigIndex idx;
+  const char* key = "/apisix/plugin_metadata/cors";
+  ASSERT_TRUE(idx.apply(put(key, R"({"id":"cors","allow_origins":{"k":"https://a.com"}})")));
+  ASSERT_EQ(idx.set().plugin_metadata.size(), 1u);
+  EXPECT_EQ(idx.set().plugin_metadata[0].id, "cors");
+  EXPECT_EQ(idx.set().plugin_metadata[0].value,
+            config::Json::parse(R"({"allow_origins":{"k":"https://a.com"}})"));
+  EXPECT_FALSE(idx.apply(put(key, R"({"allow_origins":{"k":"a.com"}})")).is_ok());
+  EXPECT_FALSE(idx.apply(put("/apisix/plugin_metadata/no-such-plugin", "{}")).is_ok());
+  ASSERT_EQ(idx.set().plugin_metadata.size(), 1u);
+  EXPECT_EQ(idx.set().plugin_metadata[0].value["allow_origins"]["k"], "https://a.com");
+  ASSERT_TRUE(idx.apply(del(key)));
+  EXPECT_TRUE(idx.set().plugin_metadata.empty());
+}
+
 // A route an older Sluice stored whose vars are now refused (they read the body) is skipped
 // on load, with the reason, instead of failing the whole configuration's build.
 TEST(ConfigIndexTest, StoredRouteThatNoLongerCompilesIsSkipped) {

@@ -63,8 +63,13 @@ TEST(CorsConf, SchemaTexts) {
   for (const auto& [conf, text] : cases) {
     EXPECT_EQ(error_of(conf), text) << conf;
   }
-  EXPECT_NE(error_of(R"({"allow_origins_by_metadata": ["EXAMPLE"]})").find("not supported"),
-            std::string::npos);
+  EXPECT_EQ(error_of(R"({"allow_origins_by_metadata": []})"),
+            R"(property "allow_origins_by_metadata" validation failed: expect array to have at )"
+            R"(least 1 items)");
+  EXPECT_EQ(error_of(R"({"allow_origins_by_metadata": ["k", "k"]})"),
+            R"(property "allow_origins_by_metadata" validation failed: expected unique items )"
+            R"(but items 1 and 2 are equal)");
+  EXPECT_EQ(error_of(R"({"allow_origins_by_metadata": ["EXAMPLE"]})"), "");
 }
 
 TEST(CorsConf, OriginsPattern) {
@@ -228,6 +233,73 @@ TEST(Cors, TimingAllowOrigin) {
   plugin::Context unset;
   run("{}", "GET", {{"Origin", "http://t.com"}}, &unset, &a);
   EXPECT_EQ(header(unset, "Timing-Allow-Origin"), "<none>");
+}
+
+// allow_origins_by_metadata through the factory, as the snapshot builder makes the plugin:
+// the origins come from the plugin_metadata lent to it.
+std::string origin_with_metadata(const char* conf, const char* metadata, const char* origin) {
+  plugin::Shared shared;
+  std::unordered_map<std::string, Json> by_plugin;
+  if (metadata != nullptr) {
+    by_plugin.emplace("cors", Json::parse(metadata));
+  }
+  shared.metadata = &by_plugin;
+  auto p = info().make(Json::parse(conf), plugin::BuildEnv{"route/1", shared});
+  EXPECT_TRUE(p.is_ok());
+  EXPECT_EQ(shared.metadata_reads, std::vector<std::string>{"cors"});
+  router::testing::FakeRequest req(
+      "GET", "/hello", "a.com",
+      origin == nullptr ? std::initializer_list<std::pair<std::string_view, std::string_view>>{}
+                        : std::initializer_list<std::pair<std::string_view, std::string_view>>{
+                              {"Origin", origin}});
+  plugin::Context ctx;
+  ctx.req = &req.head;
+  static_cast<const Cors&>(**p).rewrite(ctx);
+  ctx.req = nullptr;
+  return header(ctx, "Access-Control-Allow-Origin") + "|" + header(ctx, "Vary");
+}
+
+TEST(Cors, OriginsByMetadata) {
+  // APISIX's documented metadata; the route names key_1 only and keeps allow_origins `*`.
+  const char* meta = R"({"allow_origins": {"key_1": "https://domain.com",
+      "key_2": "https://sub.domain.com,https://sub2.domain.com", "key_3": "*"}})";
+  const char* conf = R"({"allow_origins_by_metadata": ["key_1"]})";
+  EXPECT_EQ(origin_with_metadata(conf, meta, "https://domain.com"), "https://domain.com|Origin");
+  EXPECT_EQ(origin_with_metadata(conf, meta, "https://sub.domain.com"), "<none>|<none>");
+  EXPECT_EQ(origin_with_metadata(conf, meta, nullptr), "<none>|<none>");
+  // A list and `*` each admit the request's Origin itself, in the conf's key order.
+  const char* both = R"({"allow_origins_by_metadata": ["key_2", "key_3"]})";
+  EXPECT_EQ(origin_with_metadata(both, meta, "https://sub2.domain.com"),
+            "https://sub2.domain.com|Origin");
+  EXPECT_EQ(origin_with_metadata(both, meta, "http://any.org"), "http://any.org|Origin");
+  // A key the metadata lacks, or no metadata at all, admits nothing.
+  EXPECT_EQ(origin_with_metadata(R"({"allow_origins_by_metadata": ["nope"]})", meta,
+                                 "https://domain.com"),
+            "<none>|<none>");
+  EXPECT_EQ(origin_with_metadata(conf, nullptr, "https://domain.com"), "<none>|<none>");
+  EXPECT_EQ(origin_with_metadata(conf, R"({})", "https://domain.com"), "<none>|<none>");
+}
+
+TEST(Cors, OwnOriginsAfterTheMetadataUnlessStar) {
+  const char* meta = R"({"allow_origins": {"k": "https://domain.com"}})";
+  const char* own = R"({"allow_origins_by_metadata": ["k"], "allow_origins": "http://own.com"})";
+  EXPECT_EQ(origin_with_metadata(own, meta, "https://domain.com"), "https://domain.com|Origin");
+  EXPECT_EQ(origin_with_metadata(own, meta, "http://own.com"), "http://own.com|Origin");
+  EXPECT_EQ(origin_with_metadata(own, meta, "http://other.com"), "<none>|<none>");
+  const char* regex = R"({"allow_origins_by_metadata": ["k"], "allow_origins": "http://own.com",
+      "allow_origins_by_regex": [".*\\.test\\.com$"]})";
+  EXPECT_EQ(origin_with_metadata(regex, meta, "http://a.test.com"), "http://a.test.com|Origin");
+  // allow_origins `*` (the default) is not a fallback once the metadata is asked.
+  const char* star = R"({"allow_origins_by_metadata": ["k"],
+      "allow_origins_by_regex": [".*\\.test\\.com$"]})";
+  EXPECT_EQ(origin_with_metadata(star, meta, "http://a.test.com"), "<none>|<none>");
+}
+
+TEST(Cors, NoMetadataReadWithoutTheField) {
+  plugin::Shared shared;
+  auto p = info().make(Json::parse("{}"), plugin::BuildEnv{"route/1", shared});
+  ASSERT_TRUE(p.is_ok());
+  EXPECT_TRUE(shared.metadata_reads.empty());  // its chain stays cached across metadata changes
 }
 
 }  // namespace
