@@ -63,6 +63,16 @@ class Builder final : public plugin::UpstreamCatalog {
   common::Status build(uint64_t version);
 
   // The link steps, one per served kind.
+  // Served through the plugins that read it while they are built (cors's
+  // allow_origins_by_metadata): lent to them through plugin::Shared until build() ends.
+  common::Status link_plugin_metadata() {
+    for (const PluginMetadataConf& m : set_.plugin_metadata) {
+      metadata_.emplace(m.id, m.value);
+    }
+    shared_.metadata = &metadata_;
+    return common::Status::ok();
+  }
+
   common::Status link_upstreams() {
     for (const auto& u : set_.upstreams) {
       by_upstream_id_[u.id] = add_upstream(u, u.id);
@@ -372,6 +382,7 @@ class Builder final : public plugin::UpstreamCatalog {
   std::unordered_map<std::string, const upstream::Upstream*> by_upstream_id_;
   std::unordered_map<std::string, const ServiceConf*> services_;
   std::unordered_map<std::string, const PluginConfigConf*> plugin_configs_;
+  std::unordered_map<std::string, Json> metadata_;  // plugin_metadata by plugin name
 
   std::shared_ptr<snapshot::Snapshot> snap_owner_;
 };
@@ -391,8 +402,10 @@ size_t count_of(const ConfigSet& s) {
 }
 
 // ssls come first: upstreams name their client certificates by id (tls.client_cert_id).
+// plugin_metadata comes before every kind whose plugins are built: they may read it.
 const KindStep kKindSteps[] = {
     {"ssls", count_of<&ConfigSet::ssls>, &Builder::link_ssls},
+    {"plugin_metadata", count_of<&ConfigSet::plugin_metadata>, &Builder::link_plugin_metadata},
     {"upstreams", count_of<&ConfigSet::upstreams>, &Builder::link_upstreams},
     {"services", count_of<&ConfigSet::services>, &Builder::link_services},
     {"plugin_configs", count_of<&ConfigSet::plugin_configs>, &Builder::link_plugin_configs},
@@ -402,14 +415,11 @@ const KindStep kKindSteps[] = {
     {"consumers", count_of<&ConfigSet::consumers>, &Builder::link_consumers},
     {"stream_routes", count_of<&ConfigSet::stream_routes>, nullptr},
     {"protos", count_of<&ConfigSet::protos>, nullptr},
-    {"plugin_metadata", count_of<&ConfigSet::plugin_metadata>, nullptr},
     {"secrets", count_of<&ConfigSet::secrets>, nullptr},
 };
 
 common::Status Builder::build(uint64_t version) {
   // Plugins built from here on may name upstreams of this snapshot (plugin/upstreams.h).
-  // Plugins built from here on may read the snapshot's plugin_metadata (cors's
-  // allow_origins_by_metadata).
   struct Lend {
     plugin::Shared& shared;
     ~Lend() {
@@ -417,12 +427,7 @@ common::Status Builder::build(uint64_t version) {
       shared.metadata = nullptr;
     }
   } lend{shared_};
-  std::unordered_map<std::string, Json> metadata;
-  for (const PluginMetadataConf& m : set_.plugin_metadata) {
-    metadata.emplace(m.id, m.value);
-  }
   shared_.upstreams = this;
-  shared_.metadata = &metadata;
   snap_owner_ = std::make_shared<snapshot::Snapshot>();
   snap_ = snap_owner_.get();
   snap_->version = version;

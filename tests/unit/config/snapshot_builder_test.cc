@@ -45,11 +45,10 @@ TEST(SnapshotBuilderTest, ConfigKindsSayWhatIsServed) {
   for (const ConfigKind& k : config_kinds()) {
     (k.served ? served : kept).emplace_back(k.name);
   }
-  EXPECT_THAT(served,
-              ::testing::ElementsAre("ssls", "upstreams", "services", "plugin_configs",
-                                     "global_rules", "routes", "consumer_groups", "consumers"));
-  EXPECT_THAT(kept,
-              ::testing::ElementsAre("stream_routes", "protos", "plugin_metadata", "secrets"));
+  EXPECT_THAT(served, ::testing::ElementsAre("ssls", "plugin_metadata", "upstreams", "services",
+                                             "plugin_configs", "global_rules", "routes",
+                                             "consumer_groups", "consumers"));
+  EXPECT_THAT(kept, ::testing::ElementsAre("stream_routes", "protos", "secrets"));
   ConfigSet set;
   set.global_rules.emplace_back();
   set.global_rules.emplace_back();
