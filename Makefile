@@ -117,7 +117,7 @@ clean-arm64:
 # limit-conn's counts and api-breaker's states taken by many threads at once, request-id's
 # per-thread generators, metric cells read while a worker records, health state reported by
 # workers while the checker flips it) under TSan.
-.PHONY: test-asan test-tsan
+.PHONY: test-asan test-tsan build-asan build-tsan
 ASAN_BUILD ?= build-asan
 TSAN_BUILD ?= build-tsan
 
@@ -125,8 +125,10 @@ $(ASAN_BUILD)/build.ninja:
 	cmake -S . -B $(ASAN_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
 	  -DSLUICE_SANITIZE=ON -DSLUICE_BENCHMARKS=OFF
 
-test-asan: $(ASAN_BUILD)/build.ninja
+build-asan: $(ASAN_BUILD)/build.ninja
 	cmake --build $(ASAN_BUILD) -j $(JOBS)
+
+test-asan: build-asan
 	cd $(ASAN_BUILD) && ctest --output-on-failure -j $(JOBS)
 	$(call pytest_two_passes,tests/integration,SLUICE_BIN=$(CURDIR)/$(ASAN_BUILD)/sluice SLUICE_SKIP_SLOW=1)
 
@@ -134,10 +136,12 @@ $(TSAN_BUILD)/build.ninja:
 	cmake -S . -B $(TSAN_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
 	  -DSLUICE_TSAN=ON -DSLUICE_BENCHMARKS=OFF
 
-test-tsan: $(TSAN_BUILD)/build.ninja
+build-tsan: $(TSAN_BUILD)/build.ninja
 	cmake --build $(TSAN_BUILD) -j $(JOBS) --target unit_io unit_server \
 	  unit_plugins_limit_count unit_plugins_limit_req unit_plugins_limit_conn \
 	  unit_plugins_api_breaker unit_plugins_request_id unit_metrics unit_health unit_etcd
+
+test-tsan: build-tsan
 	$(TSAN_BUILD)/unit_io
 	$(TSAN_BUILD)/unit_server
 	$(TSAN_BUILD)/unit_plugins_limit_count
