@@ -55,7 +55,7 @@ def peer_sluice(tmp_path):
     d = tmp_path / "peer"
     d.mkdir()
     (d / "config.yaml").write_text(
-        "apisix:\n  node_listen:\n    - %d\n"
+        "apisix:\n  node_listen:\n    - %d\n  ssl:\n    enable: false\n"
         "nginx_config:\n  worker_processes: 1\n"
         "deployment:\n  role: traditional\n  role_traditional:\n    config_provider: embedded\n"
         "  admin:\n    admin_listen:\n      ip: 127.0.0.1\n      port: %d\n"
