@@ -139,6 +139,12 @@ def test_default_placement_and_a_fresh_seed(two_cpus):
     assert isinstance(args.seed, int) and args.seed > 0
 
 
+def test_five_rounds_by_default(two_cpus):
+    # Two equal cells keep apart ranges in 2 of C(10, 5) = 252 cases with 5 runs, 2 of 20
+    # with 3: fewer rounds would name false winners (docs/benchmark.md).
+    assert parse().runs == 5 and parse("--runs", "3").runs == 3
+
+
 def test_default_placement_with_four_cpus(four_cpus):
     args = parse()
     assert args.placement_name == "own"

@@ -25,6 +25,11 @@ The runner (``benchkit.runner``) writes::
              "connections": 16, "workers": 1, "sla_ms": 3.0,
              "load_generator": "wrk" | "builtin", "upstream": "nginx" | "builtin",
              "pinning": null | {"gateway": [0], "upstream": [1], "load": [2, 3]},
+             "placement": null | "own" | "load-alone" | "gateway-alone" | "custom",
+             "warmup_s": 1,
+             "order": {"interleaved": true, "seed": 12345,
+                       "rounds": {"closed": [["Sluice/2", "nginx/1", ...], ...],
+                                  "fixed_load": [...], "sla": [...]}},
              "fixed_load": null | {"reference": "nginx", "fraction": 0.5, "rate": 15000}},
      "machine": {"label": "x86_64 Intel(R) Xeon(R) ... (2 cores)", "hostname": "...",
                  "cpu_model": "...", "arch": "x86_64" | "aarch64", "cores": 2,
@@ -33,12 +38,14 @@ The runner (``benchkit.runner``) writes::
      "targets": [
        {"name": "Sluice", "kind": "sluice" | "nginx" | "haproxy" | "url" | "direct",
         "version": "...",
+        "scenario2": null | "what scenario 2 runs on this target, in words",
         "scenarios": {
           "1": {
             "runs": [{"rps": 34000.0, "requests": 170000, "non2xx": 0, "errors": 0,
                       "latency_ms": {"mean": 0.46, "p50": 0.44, "p90": 0.6, "p99": 0.9,
                                      "p99.9": 1.5, "max": 4.0},
-                      "cpu_us_per_req": 22.8, "rss_kib": 9000}, ...],
+                      "cpu_us_per_req": 22.8, "rss_kib": 9000,
+                      "round": 1, "position": 3}, ...],
             "median": {same keys as one run, each the median over runs},
             "spread": {"rps": [min, max], "cpu_us_per_req": [min, max],
                        "p99_ms": [min, max]},
@@ -56,8 +63,8 @@ The runner (``benchkit.runner``) writes::
                                              "p99.9_ms", "cpu_us_per_req"},
                                   "spread": {"p99_ms": [min, max]}}
           },
-          "2": {same shape} | absent (targets that cannot run scenario 2: nginx,
-                                      haproxy, direct)
+          "2": {same shape} | absent (direct; a url peer without its Admin API; nginx and
+                                      haproxy in results from before they had one)
         }}
      ]
     }
@@ -74,10 +81,13 @@ Layout decisions
 * The articles' table rounds QPS to 100 (``34,567`` -> ``34,600``) and shows the mean
   latency (the median over runs of each run's mean) with two decimals.
 * "vs nginx" ratios compare with the first target of kind "nginx" in the same scenario of
-  the same results; nginx runs scenario 1 only, so scenario 2 shows "—" there.
+  the same results (scenario 2: nginx's equivalent; "—" where nginx has none). Every ratio
+  between two cells whose runs' ranges overlap is "no measurable difference"
+  (``report_fair``, ``fair``).
 * non-2xx / errors are summed over the runs (a median would hide one bad run).
 * latency.svg shows mean and p99 per scenario (four series), p99 in a lighter shade; the
-  compare latency.svg shows the mean only (like the articles), to stay readable.
+  compare latency.svg shows the mean only (like the articles), to stay readable. Every bar
+  carries an error bar from its lowest to its highest run.
 * compare: A is the first input; every other input is reported as B / A. Charts group
   bars by (target, machine), target-major, for the targets present in every input, with
   a short machine label (CPU model without (R)/(TM)/GHz noise).

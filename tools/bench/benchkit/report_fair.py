@@ -153,7 +153,7 @@ def warnings_section(results: dict, md: Callable[[Any], str]) -> list[str]:
     if wide:
         L += [f"- **Spread too wide to conclude:** these cells' runs spread over more than "
               f"{limit} of their median; their ratios say little. Rerun on a quieter machine "
-              f"(nothing else running) or with more `--runs`."]
+              f"(nothing else running)."]
         L += [f"  - {md(x)}" for x in wide]
         L.append("")
     if not (faster or wide or runs == 1):
