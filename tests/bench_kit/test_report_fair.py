@@ -154,3 +154,9 @@ def test_results_without_runs_still_draw_from_the_spread(results, tmp_path):
     _, qps, _ = render(res, tmp_path)
     errs = [g for g in ET.fromstring(qps).iter(NS + "g") if g.get("class") == "error-bar"]
     assert len(errs) == len(_bars(qps))
+
+
+def test_the_kits_notes_are_in_the_report(results, tmp_path):
+    results["kit"]["notes"] = ["nginx is not measured in scenario 1: no latency at a fixed load"]
+    text, _, _ = render(results, tmp_path)
+    assert "- Note: nginx is not measured in scenario 1: no latency at a fixed load" in text

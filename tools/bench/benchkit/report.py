@@ -687,6 +687,9 @@ def render_report(results: dict) -> str:
     L += _table(["", ""], [(k, md(v)) for k, v in _machine_rows(results)])
     L += ["", "## Kit settings", ""]
     L += _table(["", ""], [(k, md(v)) for k, v in _kit_rows(results)])
+    notes = [n for n in kit.get("notes") or [] if isinstance(n, str)]
+    if notes:
+        L += [""] + [f"- Note: {md(n)}" for n in notes]
     L += ["", "Scenario 1: one route, one upstream node, no plugin. Scenario 2: the same route "
                "with limit-count (a count no test reaches) and prometheus, or the target's "
                "nearest equivalent.", ""]
