@@ -29,6 +29,7 @@ bool Exchange::wants_upgrade(const http::RequestHead& req,
 Exchange::Step Exchange::write_upgrade() {
   switch (down_->flush()) {
     case Downstream::Flush::kWait:
+      io::TimerQueue::cancel(timer_);  // a slow client is the connection's send timeout
       return Step::kWait;
     case Downstream::Flush::kClosed:
       close_early();
