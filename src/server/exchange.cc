@@ -38,11 +38,16 @@ void Exchange::begin(Downstream& down, const http::RequestHead& req, size_t head
   st_.body_length = req.content_length;
   st_.body_chunked = req.body_kind == http::BodyKind::kChunked;
   st_.client = client;
+  st_.start_ms = w_.loop().now_ms();
   up_statuses_.clear();
+  tries_.clear();
   snap_ = w_.snapshot();
   const router::RouteSpec* spec = nullptr;
   router::MatchContext mctx{&req, client.ip, client.addr, client.local_port};
   mctx.tls = client.tls;
+  if (accesslog::Writer* log = w_.access_log()) {
+    log_head_.capture(log->format(), mctx, down.request_head());
+  }
   if (snap_) {
     spec = snap_->table.match(mctx);
   }
@@ -276,6 +281,7 @@ void Exchange::reply(int status, std::string_view body, bool close) {
   r.bodiless = bodiless || st_.method == http::Method::kHead;
   r.gateway_made = true;
   r.close = close;
+  st_.status = status;
   down_->send_head(r);
   st_.response_started = true;
   if (!r.bodiless && !reply_body_.empty()) {
@@ -297,6 +303,7 @@ Exchange::Step Exchange::write_reply() {
     case Downstream::Flush::kDone:
       break;
   }
+  log_request();
   if (st_.plugins) {
     end_plugins();
   }
@@ -308,6 +315,7 @@ Exchange::Step Exchange::write_reply() {
 
 // The response went out whole: the log phase, the connection back to the pool.
 Exchange::Step Exchange::finish() {
+  log_request();
   if (st_.plugins) {
     pctx_.upstream_end_ns = pctx_.timed ? plugin::monotonic_ns() : 0;
     end_plugins();
@@ -329,6 +337,7 @@ void Exchange::abort() {
 }
 
 void Exchange::close_early() {
+  log_request();
   forget_plugin_wait();
   if (st_.plugins) {
     end_plugins();
@@ -385,6 +394,9 @@ void Exchange::handle_timeout() {
       return;
     default:
       break;
+  }
+  if (!st_.response_started && (st_.phase == Phase::kReadBody || st_.phase == Phase::kSend)) {
+    st_.status = 408;  // the client stopped sending its body: nginx logs 408, not 499
   }
   close_early();
 }

@@ -32,6 +32,7 @@ Exchange::Step Exchange::read_response_head() {
       return Step::kProgress;
   }
   st_.up_conf->report_status(st_.node, resp_.status);
+  tries_.header(resp_.status, w_.loop().now_ms());
   start_response();
   st_.phase = Phase::kStream;
   return Step::kProgress;
@@ -124,6 +125,7 @@ void Exchange::start_response() {
   r.bodiless = !body_allowed || (resp_.body_kind == http::BodyKind::kNone && length < 0 &&
                                  !(ed != nullptr && ed->body_changes));
   r.close = st_.early;
+  st_.status = status;
   down_->send_head(r);
   st_.response_started = true;
 }
@@ -242,6 +244,7 @@ void Exchange::source_reply() {
   r.fields = fields_;
   r.content_length = bodiless ? -1 : length;
   r.bodiless = !st_.body_allowed;
+  st_.status = status;
   down_->send_head(r);
   st_.response_started = true;
   st_.phase = Phase::kSource;
@@ -262,6 +265,7 @@ Exchange::Step Exchange::stream_source() {
       }
       st_.piece = false;
       if (st_.end_sent) {
+        log_request();
         if (st_.plugins) {
           end_plugins();
         }

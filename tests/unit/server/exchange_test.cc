@@ -8,7 +8,9 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <deque>
+#include <fstream>
 #include <memory>
 #include <string>
 #include <utility>
@@ -98,6 +100,8 @@ class FakeDownstream final : public Downstream {
     return Flush::kDone;
   }
   uint64_t head_bytes() const override { return 0; }
+  uint64_t body_bytes() const override { return body.size() + pending.size(); }
+  uint64_t request_bytes() const override { return raw.size() + consumed; }
   void wake() override { ++wakes; }
 
   std::string field(std::string_view name) const {
@@ -352,6 +356,8 @@ std::shared_ptr<upstream::Upstream> make_upstream(int nodes, int retries) {
 class ExchangeTest : public ::testing::Test {
  protected:
   ExchangeTest() : worker_(0, settings_, std::make_shared<ConnLimits>(1000)) {}
+  explicit ExchangeTest(std::shared_ptr<Settings> settings)
+      : settings_(std::move(settings)), worker_(0, settings_, std::make_shared<ConnLimits>(1000)) {}
 
   // One route `/hello*` to an upstream of `nodes` nodes, with `plugin` on it when given.
   void serve(int nodes, int retries, std::shared_ptr<const plugin::Plugin> plugin = nullptr) {
@@ -701,6 +707,90 @@ TEST_F(ExchangeTest, AbortEndsTheTryAndFreesTheExchangeForTheNextRequest) {
   begin("GET /hello HTTP/1.1\r\nHost: a\r\n\r\n");
   EXPECT_EQ(run(), Exchange::Step::kDone);
   EXPECT_EQ(down_.body, "again");
+}
+
+// --- the access log: one line for every way an exchange ends ---
+
+std::shared_ptr<Settings> settings_with_log(const std::string& path) {
+  auto s = std::make_shared<Settings>();
+  auto log = std::make_shared<accesslog::Config>();
+  log->path = path;
+  log->format = *accesslog::Format::compile(
+      "$status $upstream_addr $upstream_status $body_bytes_sent $request_length",
+      accesslog::Escape::kDefault);
+  s->access_log = std::move(log);
+  return s;
+}
+
+class ExchangeLogTest : public ExchangeTest {
+ protected:
+  ExchangeLogTest() : ExchangeTest(settings_with_log(log_path())) {}
+  ~ExchangeLogTest() override { std::remove(path_.c_str()); }
+
+  // The lines written so far.
+  std::vector<std::string> lines() {
+    worker_.access_log()->flush();
+    std::vector<std::string> out;
+    std::ifstream in(path_);
+    for (std::string l; std::getline(in, l);) {
+      out.push_back(l);
+    }
+    return out;
+  }
+
+  static std::string log_path() {
+    return ::testing::TempDir() + "exchange_log_test." + std::to_string(getpid());
+  }
+  std::string path_ = log_path();
+};
+
+TEST_F(ExchangeLogTest, GatewayAnswersAndProxiedResponses) {
+  serve(1, 0);
+  begin("GET /other HTTP/1.1\r\nHost: a\r\n\r\n");
+  EXPECT_EQ(run(), Exchange::Step::kDone);
+  up_->tries.push_back({.body = {"hello ", "world"}});
+  down_ = FakeDownstream{};
+  begin("GET /hello HTTP/1.1\r\nHost: a\r\n\r\n");  // 32 bytes
+  EXPECT_EQ(run(), Exchange::Step::kDone);
+  EXPECT_EQ(lines(), (std::vector<std::string>{"404 - - 36 32", "200 127.0.0.1:9001 200 11 32"}));
+}
+
+TEST_F(ExchangeLogTest, EveryTryIsListed) {
+  serve(3, 2);
+  up_->tries.push_back({.kind = Try::Kind::kRefused});
+  up_->tries.push_back({.kind = Try::Kind::kConnectFail});
+  up_->tries.push_back({.status = 503});
+  begin("GET /hello HTTP/1.1\r\nHost: a\r\n\r\n");
+  EXPECT_EQ(run(), Exchange::Step::kDone);
+  ASSERT_EQ(lines().size(), 1u);
+  std::string want_addrs = up_->keys[0] + ", " + up_->keys[1] + ", " + up_->keys[2];
+  EXPECT_EQ(lines()[0], "503 " + want_addrs + " 502, 502, 503 0 32");
+}
+
+TEST_F(ExchangeLogTest, APluginsRefusalIsLoggedOnce) {
+  serve(1, 0, std::make_shared<TestPlugin>(TestPlugin::Mode::kReject));
+  begin("GET /hello HTTP/1.1\r\nHost: a\r\n\r\n");
+  EXPECT_EQ(run(), Exchange::Step::kDone);
+  ex_.reset();  // the end of the exchange's life logs nothing more
+  EXPECT_EQ(lines(), (std::vector<std::string>{"429 - - 26 32"}));
+}
+
+TEST_F(ExchangeLogTest, AClientGoneBeforeTheAnswerIs499Once) {
+  serve(1, 0);
+  up_->stall_body = true;
+  up_->tries.push_back({.body = {"a", "b"}});
+  begin("GET /hello HTTP/1.1\r\nHost: a\r\n\r\n");
+  EXPECT_EQ(run(), Exchange::Step::kWait);  // the response started: its status is logged
+  ex_->abort();
+  auto suspended = std::make_shared<TestPlugin>(TestPlugin::Mode::kSuspend);
+  serve(1, 0, suspended);
+  down_ = FakeDownstream{};
+  begin("GET /hello HTTP/1.1\r\nHost: a\r\n\r\n");
+  EXPECT_EQ(run(), Exchange::Step::kWait);  // waiting on the plugin: no answer yet
+  ex_->abort();
+  ex_->abort();
+  ex_.reset();
+  EXPECT_EQ(lines(), (std::vector<std::string>{"200 127.0.0.1:9001 200 1 32", "499 - - 0 32"}));
 }
 
 }  // namespace
