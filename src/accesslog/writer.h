@@ -3,9 +3,9 @@
 // whole lines when the buffer is full, when the flush timer fires, at a reopen and at the end.
 // Every worker holds its own descriptor on the same file, opened O_APPEND, so the workers'
 // writes land whole and never interleave, and no lock is shared between them. The one
-// blocking call on a worker is that write(): a few per second at most under load (documented in
-// docs/configuration.md#access-log). A failed write is never retried: its lines are dropped and
-// counted, and the error log says so at most once per ten seconds.
+// blocking call on a worker is that write(): a few per second at most under load
+// (docs/access-log.md#cost-and-placement). A failed write is never retried: its lines are
+// dropped and counted, and the error log says so at most once per ten seconds.
 
 #include <cstdint>
 #include <memory>

@@ -489,6 +489,8 @@ TEST(GatewayConfig, ShippedConfigYamlParses) {
   EXPECT_EQ(r->role, "traditional");
   EXPECT_EQ(r->config_provider, ConfigProvider::kEmbedded);
   EXPECT_EQ(r->data_dir, dir.string() + "/../data");
+  EXPECT_TRUE(r->access_log.enabled);
+  EXPECT_EQ(r->access_log.path, dir.string() + "/../logs/access.log");
   EXPECT_EQ(r->admin.listen.port, 9180);
   EXPECT_EQ(r->standalone_path, dir.string() + "/apisix.yaml");
 }
