@@ -38,7 +38,7 @@ integration: build
 	$(call pytest_two_passes,tests/integration tests/bench_kit)
 
 # The full default benchmark (docs/benchmark.md): Sluice, nginx, HAProxy and the upstream,
-# scenarios 1 and 2, 3 runs each, and the p99 <= 3 ms throughput search. BENCH_ARGS adds
+# scenarios 1 and 2, 5 rounds of each, and the p99 <= 3 ms throughput search. BENCH_ARGS adds
 # options (e.g. BENCH_ARGS="--duration 10 --peer apisix=http://127.0.0.1:9080").
 BENCH_OUT ?= bench-out
 BENCH_ARGS ?=

@@ -99,7 +99,9 @@ struct RouteConf {
   std::optional<UpstreamConf> upstream;
   std::string upstream_id, service_id, plugin_config_id;
   std::optional<TimeoutConf> timeout;
-  bool enable_websocket = false;
+  // Unset: the service's value applies (APISIX's init.lua reads the service's only when the
+  // route's is nil).
+  std::optional<bool> enable_websocket;
   int status = 1;  // 1 enabled, 0 disabled
   int64_t create_time = 0, update_time = 0;
 };

@@ -289,6 +289,7 @@ class Builder final : public plugin::UpstreamCatalog {
                    : up != nullptr    ? RouteTarget::kUpstream
                    : upstream_missing ? RouteTarget::kUpstreamMissing
                                       : RouteTarget::kNoUpstream;
+    route.websocket = r.enable_websocket.value_or(svc != nullptr && svc->enable_websocket);
     if (r.timeout) {
       route.timeouts = to_timeouts(*r.timeout);
       route.own_timeout = true;

@@ -44,6 +44,8 @@ class Transport {
   virtual bool read_pending() const = 0;
   virtual bool readable() const = 0;
   virtual bool writable() const = 0;
+  // The stream ended in an error (a reset, a broken TLS record), not a clean close.
+  virtual bool failed() const = 0;
 };
 
 // A TCP socket; owns and closes the fd.
@@ -73,7 +75,7 @@ class SocketTransport final : public Transport {
   // EPOLLHUP / EPOLLERR seen, or the peer's FIN or a reset read.
   bool hangup() const { return hangup_; }
   // A read ended in an error (a reset), not a clean FIN: a body read until close is cut.
-  bool failed() const { return failed_; }
+  bool failed() const override { return failed_; }
   // Tells the transport readiness it cannot see from an edge (a pooled connection is
   // silent; a finished connect is writable).
   void set_readable(bool on) { readable_ = on; }

@@ -25,6 +25,7 @@ std::string_view server_name(std::string_view host) {
 H1UpstreamRequest::~H1UpstreamRequest() { release(false); }
 
 void H1UpstreamRequest::prepare(const RequestStart& r) {
+  upgrade_asked_ = r.upgrade;
   head_.clear();
   head_.append(r.method).push_back(' ');
   head_.append(r.target).append(" HTTP/1.1\r\n");
@@ -89,6 +90,7 @@ bool H1UpstreamRequest::open(const Target& t, bool fresh, UpstreamOwner* owner, 
   left_ = 0;
   keep_alive_ = false;
   done_ = false;
+  upgraded_ = false;
   consume_ = 0;
   chunked_.reset();
   std::string_view name = t.tls != nullptr ? server_name(t.host) : std::string_view();
@@ -220,8 +222,7 @@ UpstreamRequest::Head H1UpstreamRequest::read_head(http::Method method, http::Re
           continue;
         }
         if (head->status == 101) {
-          error_ = "protocol upgrade is not supported";
-          return Head::kBad;
+          return switched(r.consumed, *head);
         }
         b.consume(r.consumed);  // the head's views stay valid: consume() moves no bytes
         kind_ = head->body_kind;
@@ -244,6 +245,30 @@ UpstreamRequest::Head H1UpstreamRequest::read_head(http::Method method, http::Re
         return Head::kClosed;
     }
   }
+}
+
+// RFC 9110 15.2.2: a server switches only to a protocol the client's Upgrade named, and
+// names it in its own Upgrade field. A 101 to a request that did not ask (its Upgrade was not
+// passed on) is a broken answer, never a tunnel.
+UpstreamRequest::Head H1UpstreamRequest::switched(size_t head_len, const http::ResponseHead& head) {
+  if (!upgrade_asked_) {
+    error_ = "101 Switching Protocols to a request that did not ask to upgrade";
+    return Head::kBad;
+  }
+  if (head.find("upgrade") == nullptr) {
+    error_ = "101 Switching Protocols without an Upgrade field";
+    return Head::kBad;
+  }
+  conn_->in().consume(head_len);  // the head's views stay valid: consume() moves no bytes
+  upgraded_ = true;
+  kind_ = http::BodyKind::kNone;
+  keep_alive_ = false;
+  done_ = true;
+  return Head::kHead;
+}
+
+TunnelEnd H1UpstreamRequest::upgrade() {
+  return {&conn_->stream(), &conn_->in(), env_.max_read_buffer};
 }
 
 UpstreamRequest::Body H1UpstreamRequest::read_body(std::string_view* piece) {
@@ -305,7 +330,7 @@ void H1UpstreamRequest::consume() {
 }
 
 bool H1UpstreamRequest::reusable() const {
-  return conn_ && keep_alive_ && kind_ != http::BodyKind::kUntilClose && done_ &&
+  return conn_ && !upgraded_ && keep_alive_ && kind_ != http::BodyKind::kUntilClose && done_ &&
          conn_->in().empty();
 }
 
@@ -323,6 +348,7 @@ void H1UpstreamRequest::release(bool reusable) {
     keep_session();
     reusable = reusable && tls->error().empty();
   }
+  reusable = reusable && !upgraded_;  // a tunnel's connection speaks another protocol now
   if (reusable && !t.hangup() && !t.fin() && conn_->requests < target_.pool_requests) {
     t.set_readable(false);
     if (tls::TlsTransport* tls = conn_->tls()) {

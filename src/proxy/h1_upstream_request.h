@@ -3,7 +3,8 @@
 // keep-alive pool or newly made (TLS over it for an https upstream), the request's bytes
 // written as the exchange queues them, the response head parsed (1xx interim answers skipped)
 // and its body de-framed (length, chunks or the close) into pieces that point into the
-// connection's read buffer.
+// connection's read buffer. A request that asked to upgrade may be answered 101; the
+// connection is then handed to a tunnel, and closed at its end.
 
 #include <memory>
 #include <string>
@@ -52,8 +53,11 @@ class H1UpstreamRequest final : public UpstreamRequest {
   void release(bool reusable) override;
   bool written() const override { return written_; }
   uint64_t received() const override { return received_; }
+  TunnelEnd upgrade() override;
 
  private:
+  // A 101 head of `head_len` bytes: checked, and the connection marked for a tunnel.
+  Head switched(size_t head_len, const http::ResponseHead& head);
   // One read from the connection; kData, kWait or kEof.
   io::Transport::Read read_more();
   // Puts `host` in the head's Host line (none when empty).
@@ -72,6 +76,8 @@ class H1UpstreamRequest final : public UpstreamRequest {
   size_t host_len_ = 0;
   bool reused_ = false;
   bool written_ = false;
+  bool upgrade_asked_ = false;  // the prepared request asks to switch protocols
+  bool upgraded_ = false;       // this try's connection answered 101: never pooled
   uint64_t received_ = 0;
   std::string_view error_;
   std::string tls_error_;  // a failed handshake's reason, error_ points into it

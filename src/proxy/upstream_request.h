@@ -13,6 +13,7 @@
 
 #include "http/message.h"
 #include "io/socket.h"
+#include "proxy/tunnel.h"
 #include "tls/context.h"
 
 namespace sluice::proxy {
@@ -40,6 +41,9 @@ struct RequestStart {
   std::span<const http::Header> fields;  // end-to-end fields in order (no Host, no framing)
   Body body = Body::kNone;
   uint64_t length = 0;
+  // The request asks to switch protocols (its Upgrade field is among `fields`): a 101 is
+  // then a valid answer, and any other is not.
+  bool upgrade = false;
 };
 
 // Where one try goes, and how its connection may be kept afterwards.
@@ -65,7 +69,8 @@ class UpstreamRequest {
     kWriteFailed,    // the connection broke while writing (err says why)
   };
   enum class Head : uint8_t {
-    kHead,    // a final response head was parsed (1xx interim ones are skipped)
+    kHead,    // a final response head was parsed (1xx interim ones are skipped), or the 101
+              // that answers an upgrade
     kWait,    // more bytes are needed
     kClosed,  // the connection closed or reset before a complete head
     kBad,     // a malformed head (error() says why)
@@ -120,6 +125,9 @@ class UpstreamRequest {
   virtual bool written() const = 0;
   // Bytes read from the connection so far (a read timeout counts from the last of them).
   virtual uint64_t received() const = 0;
+  // After a 101 head (read_head): the connection's byte stream for a tunnel, with the bytes
+  // that followed the head. The connection is never pooled again; release() closes it.
+  virtual TunnelEnd upgrade() = 0;
 };
 
 }  // namespace sluice::proxy

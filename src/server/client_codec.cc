@@ -78,6 +78,9 @@ void ClientConn::send_head(const ResponseStart& r) {
     keep_alive_ = false;
   }
   chunks_out_ = false;
+  if (!r.upgrade.empty()) {
+    keep_alive_ = false;  // whatever follows is the tunnel's, never another request
+  }
   if (!r.bodiless && r.content_length < 0) {
     if (client_http10_) {
       keep_alive_ = false;  // a 1.0 client learns the end from the close
@@ -108,6 +111,7 @@ void ClientConn::send_head(const ResponseStart& r) {
   out.connection = !keep_alive_     ? h1::ResponseHeadOut::Connection::kClose
                    : client_http10_ ? h1::ResponseHeadOut::Connection::kKeepAlive
                                     : h1::ResponseHeadOut::Connection::kNone;
+  out.upgrade = r.upgrade;
   std::string& h = msg_->head;
   h1::write_response_head(&h, out);
   out_.clear();
@@ -136,6 +140,17 @@ void ClientConn::send_end() {
     out_.add(h1::kLastChunk);
     body_out_ += h1::kLastChunk.size();
   }
+}
+
+// The 101 went out: the connection's stream goes to the exchange's tunnel, with whatever the
+// client sent past its request head (its first frames, if it did not wait for the answer).
+proxy::TunnelEnd ClientConn::upgrade() {
+  upgraded_ = true;
+  keep_alive_ = false;
+  if (in_.capacity() == 0) {
+    w_.take_buffer(&in_);
+  }
+  return {transport_, &in_, w_.settings().max_read_buffer};
 }
 
 Downstream::Flush ClientConn::flush() {

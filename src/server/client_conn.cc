@@ -81,8 +81,10 @@ ClientConn::~ClientConn() {
 
 void ClientConn::on_io(uint32_t events) {
   transport_->on_events(events);
-  if ((events & (EPOLLHUP | EPOLLERR)) && state_ != State::kLinger) {
-    // The client is gone (reset or both halves closed): nothing more can reach it.
+  if ((events & (EPOLLHUP | EPOLLERR)) && state_ != State::kLinger &&
+      (!upgraded_ || (events & EPOLLERR))) {
+    // The client is gone (reset or both halves closed): nothing more can reach it. A tunnel
+    // whose halves both closed still reads what the client sent before its close.
     close_now();
   }
   drive();
@@ -90,6 +92,9 @@ void ClientConn::on_io(uint32_t events) {
 
 void ClientConn::on_drain() {
   keep_alive_ = false;
+  if (state_ == State::kExchange) {
+    msg_->exchange.on_drain(w_.drain_left_ms());  // a tunnel learns its deadline
+  }
   if (state_ != State::kReadHead || !in_.empty()) {
     return;  // busy: closes after its response
   }

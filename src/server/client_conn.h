@@ -70,7 +70,8 @@ class ClientConn final : public io::IoHandler, public Downstream {
   // Called when the worker starts draining: idle keep-alive connections close now, busy ones
   // after their current response; one that has not sent its first request yet (a client
   // connected just as the drain began, or still in its TLS handshake) gets kDrainGraceMs for
-  // it and is served with Connection: close.
+  // it and is served with Connection: close. A tunnel runs until near the drain deadline and
+  // is then closed politely (Exchange::on_drain).
   void on_drain();
   int fd() const { return sock_.fd(); }
   ConnCounter* cap() const { return cap_; }
@@ -100,6 +101,7 @@ class ClientConn final : public io::IoHandler, public Downstream {
   uint64_t body_bytes() const override { return body_out_; }
   uint64_t request_bytes() const override { return request_in_; }
   void wake() override { drive(); }
+  proxy::TunnelEnd upgrade() override;
 
  private:
   enum class State {
@@ -195,6 +197,7 @@ class ClientConn final : public io::IoHandler, public Downstream {
   bool chunks_out_ = false;       // the response body goes out as chunks
   bool handshake_timed_ = false;  // TLS: the handshake finished and its deadline was lifted
   bool fresh_ = true;             // no byte of a request has arrived on this connection yet
+  bool upgraded_ = false;         // handed to a tunnel after a 101: HTTP is over on this connection
   // For the access log: bytes of the response body queued and of the request read, the
   // request's head parsed and its values kept.
   uint64_t body_out_ = 0;

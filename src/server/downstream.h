@@ -9,6 +9,7 @@
 #include <string_view>
 
 #include "http/message.h"
+#include "proxy/tunnel.h"
 
 namespace sluice::server {
 
@@ -27,6 +28,9 @@ struct ResponseStart {
   bool bodiless = false;      // no body follows (HEAD, 1xx, 204, 304)
   bool gateway_made = false;  // the gateway's own answer (a 404, a plugin's 503, a 502)
   bool close = false;         // the connection must close after this response
+  // A 101 Switching Protocols: the protocol the connection switches to (the upstream's
+  // Upgrade value), which the codec announces with its connection fields.
+  std::string_view upgrade;
 };
 
 // Thread: worker
@@ -75,6 +79,11 @@ class Downstream {
   // Drives the connection (and so its exchange) from outside its own events: an upstream
   // event, an exchange timer, a plugin's answer.
   virtual void wake() = 0;
+
+  // After a 101 went out whole: the connection's byte stream, for a tunnel, with the bytes
+  // the client sent past its request (they go first). The connection serves no other request
+  // afterwards. A null stream where the protocol has none to give (an HTTP/2 stream).
+  virtual proxy::TunnelEnd upgrade() = 0;
 };
 
 }  // namespace sluice::server

@@ -159,6 +159,10 @@ Exchange::Step Exchange::step() {
       return write_reply();
     case Phase::kSource:
       return stream_source();
+    case Phase::kUpgrade:
+      return write_upgrade();
+    case Phase::kTunnel:
+      return run_tunnel();
   }
   return Step::kDone;
 }
@@ -338,6 +342,9 @@ void Exchange::abort() {
 
 void Exchange::close_early() {
   log_request();
+  if (tunnel_) {
+    drop_tunnel();  // before the connections it relays between go
+  }
   forget_plugin_wait();
   if (st_.plugins) {
     end_plugins();
@@ -391,6 +398,9 @@ void Exchange::handle_timeout() {
     case Phase::kAwaitHead:
       st_.up_conf->report_failure(st_.node, health::Failure::kTimeout);
       try_next_or_fail(504, "read timeout");
+      return;
+    case Phase::kTunnel:
+      tunnel_timeout();
       return;
     default:
       break;

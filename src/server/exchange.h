@@ -2,8 +2,10 @@
 // One request's life, protocol-neutral: pin the snapshot, match the route, run the plugin
 // phases (which may suspend), pick a node, try it and the next ones as the upstream's retry
 // rules allow, pump the request body up and the response back with backpressure both ways,
-// answer locally when the gateway has to, and run the log phase at the end. It talks to the
-// client through a Downstream (the connection's codec) and to the node through a
+// answer locally when the gateway has to, and run the log phase at the end. A request its
+// route lets upgrade (enable_websocket) that the upstream answers 101 becomes a tunnel
+// between the two connections (exchange_tunnel.cc); its log phase runs when the tunnel ends. It
+// talks to the client through a Downstream (the connection's codec) and to the node through a
 // proxy::UpstreamRequest, so an HTTP/2 stream can drive the same exchange, and tests drive it
 // with neither sockets nor a peer (tests/unit/server/exchange_test.cc).
 //
@@ -76,6 +78,9 @@ class Exchange final : public proxy::UpstreamOwner {
   void plugin_suspended(uint64_t token) { st_.plugin_wait = token; }
   void on_plugin_resume(plugin::Action a);
   void on_upstream_event() override;
+  // The worker drains and closes what is left in `left_ms`: a tunnel is closed politely a
+  // little before (kTunnelCloseLeadMs); anything else finishes its response as usual.
+  void on_drain(uint32_t left_ms);
   // Between begin() and the end of its response (or its abort).
   bool active() const {
     return st_.phase != Phase::kIdle && st_.phase != Phase::kDone && st_.phase != Phase::kClosed;
@@ -96,6 +101,8 @@ class Exchange final : public proxy::UpstreamOwner {
     kStream,      // the response body streaming to the client
     kReply,       // a gateway-made response being written
     kSource,      // a plugin's own response (Context::reply_source) streaming to the client
+    kUpgrade,     // a 101 going to the client; the tunnel begins once it is out
+    kTunnel,      // bytes relayed both ways until both sides close (exchange_tunnel.cc)
     kDone,        // the response went out whole
     kClosed,      // ended early: the connection must close
   };
@@ -104,6 +111,10 @@ class Exchange final : public proxy::UpstreamOwner {
   // (a consumer with plugins attached) the rewrite phase of the plugins its merge added, then
   // the rest on the merged chain.
   enum class ConsumerStage : uint8_t { kRouteRewrite, kConsumerRewrite, kRest };
+
+  // A tunnel's end when the worker drains: it runs until shortly before the deadline, then
+  // its sides get a Close frame, then the deadline closes what is left.
+  enum class TunnelDrain : uint8_t { kNone, kWaiting, kClosing };
 
   // Everything about one request; begin() resets it whole.
   struct State {
@@ -150,6 +161,13 @@ class Exchange final : public proxy::UpstreamOwner {
     bool end_sent = false;
     bool early = false;          // the upstream answered before the request was whole
     bool body_buffered = false;  // the whole body is in body_ (a plugin needs_body)
+    // An upgrade: the request asks for one and its route allows it (its Upgrade went up);
+    // the upstream switched (a 101 goes to the client); to WebSocket.
+    bool upgrade = false;
+    bool switching = false;
+    bool websocket = false;
+    TunnelDrain drain = TunnelDrain::kNone;
+    uint64_t tunnel_activity = 0;  // Tunnel::activity() when the idle timer was last armed
     // The access log's (exchange_log.cc).
     int status = 0;         // the status the client got (408: it timed out sending the body)
     uint64_t start_ms = 0;  // the head was complete
@@ -207,6 +225,15 @@ class Exchange final : public proxy::UpstreamOwner {
   Step pump_request_body();
   Step upstream_write_failed(int err);
   Step relay_early_answer();
+  // exchange_tunnel.cc: the upgrade.
+  // The request asks to switch protocols in a way its route lets through.
+  bool wants_upgrade(const http::RequestHead& req, const http::ConnectionTokens& listed) const;
+  Step write_upgrade();
+  Step run_tunnel();
+  void tunnel_timeout();
+  // The tunnel is over, however it ended (close_early then runs the log phase, status 101,
+  // and closes both connections): its bytes counted, the balancer told the try completed.
+  void drop_tunnel();
   // exchange_log.cc: the access log's line, written once when the request ends.
   void log_request();
   // exchange_head.cc: the request head for the upstream.
@@ -256,6 +283,12 @@ class Exchange final : public proxy::UpstreamOwner {
   accesslog::Tries tries_;
   // The route's chain merged with the consumer's, while chains_.route points at it.
   std::shared_ptr<const plugin::Chain> merged_;
+  // An upgraded request's tunnel; made per upgrade, null otherwise.
+  std::unique_ptr<proxy::Tunnel> tunnel_;
 };
+
+// How long before the drain deadline a tunnel gets its Close frames (at most half the drain
+// time): long enough for the frame in flight to finish and for both Close frames to go out.
+inline constexpr uint32_t kTunnelCloseLeadMs = 1000;
 
 }  // namespace sluice::server

@@ -1,6 +1,7 @@
 // The request head an upstream gets: the client's request line and fields, with the plugins'
-// edits applied, hop-by-hop fields dropped, X-Real-IP and X-Forwarded-* added, the body's
-// framing regenerated, and the Host line chosen per node (pass_host).
+// edits applied, hop-by-hop fields dropped (an upgrade's excepted, exchange_tunnel.cc), X-Real-IP
+// and X-Forwarded-* added, the body's framing regenerated, and the Host line chosen per node
+// (pass_host).
 
 #include <charconv>
 
@@ -89,6 +90,14 @@ void Exchange::build_upstream_head() {
     req_fields_.push_back(hd);
   }
   add_forwarding_fields(ed);
+  st_.upgrade = wants_upgrade(req, listed) && (ed == nullptr || !ed->headers.drops("upgrade"));
+  if (st_.upgrade) {
+    // enable_websocket: the client's Upgrade goes up with the connection option that names
+    // it, as APISIX's upstream_upgrade and upstream_connection pass them (hop-by-hop fields
+    // are dropped otherwise).
+    req_fields_.push_back({"Upgrade", req.find("upgrade")->value});
+    req_fields_.push_back({"Connection", "upgrade"});
+  }
   if (ed != nullptr) {
     // Framing and hop-by-hop fields are the codec's: an edit cannot forge them.
     ed->headers.for_each_added([this](std::string_view name, std::string_view value) {
@@ -99,6 +108,7 @@ void Exchange::build_upstream_head() {
     });
   }
   r.fields = req_fields_;
+  r.upgrade = st_.upgrade;
   if (st_.has_body && !st_.body_chunked) {
     r.body = proxy::RequestStart::Body::kLength;
     r.length = st_.body_length;

@@ -28,6 +28,9 @@ void Exchange::log_request() {
   if (st_.response_started) {
     r.status = st_.status;
     r.body_bytes_sent = down_->body_bytes();
+    if (tunnel_) {
+      r.body_bytes_sent += tunnel_->to_client();  // an upgrade: what the tunnel relayed, as nginx
+    }
     r.bytes_sent = down_->head_bytes() + r.body_bytes_sent;
   } else {
     r.status = st_.status != 0 ? st_.status : 499;  // nginx: the client went away first

@@ -34,7 +34,7 @@ Exchange::Step Exchange::read_response_head() {
   st_.up_conf->report_status(st_.node, resp_.status);
   tries_.header(resp_.status, w_.loop().now_ms());
   start_response();
-  st_.phase = Phase::kStream;
+  st_.phase = st_.switching ? Phase::kUpgrade : Phase::kStream;
   return Step::kProgress;
 }
 
@@ -125,6 +125,13 @@ void Exchange::start_response() {
   r.bodiless = !body_allowed || (resp_.body_kind == http::BodyKind::kNone && length < 0 &&
                                  !(ed != nullptr && ed->body_changes));
   r.close = st_.early;
+  if (resp_.status == 101 && status == 101) {
+    // The upstream switched (H1UpstreamRequest checked it was asked and named its protocol):
+    // the client hears the same, and the tunnel begins once it has.
+    r.upgrade = resp_.find("upgrade")->value;
+    st_.switching = true;
+    st_.websocket = http::iequals(r.upgrade, "websocket");
+  }
   st_.status = status;
   down_->send_head(r);
   st_.response_started = true;

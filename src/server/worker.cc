@@ -88,6 +88,7 @@ void Worker::drain(uint32_t deadline_ms) {
       return;
     }
     draining_ = true;
+    drain_deadline_at_ = loop_.now_ms() + deadline_ms;
     // Retired, not destroyed: events for them may follow in this same batch.
     for (auto& l : listeners_) {
       loop_.remove(l->fd());
@@ -108,6 +109,11 @@ void Worker::drain(uint32_t deadline_ms) {
     loop_.arm(drain_timer_, deadline_ms);
     maybe_finish_drain();
   });
+}
+
+uint32_t Worker::drain_left_ms() const {
+  uint64_t now = loop_.now_ms();
+  return drain_deadline_at_ > now ? static_cast<uint32_t>(drain_deadline_at_ - now) : 0;
 }
 
 void Worker::on_drain_deadline(void* self) {

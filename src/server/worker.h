@@ -67,6 +67,8 @@ class Worker final : public plugin::Host {
   uint64_t balancer_generation() const { return balancer_generation_; }
   proxy::Pool& pool() { return pool_; }
   bool draining() const { return draining_; }
+  // While draining: milliseconds left before the deadline closes whatever is still open.
+  uint32_t drain_left_ms() const;
   void accept_client(int fd, const io::SockAddr& peer, uint16_t local_port, ConnCounter* cap,
                      ListenerKind kind, const tls::ServerContext* tls = nullptr);
   // The certificates of the snapshot served now (a TLS handshake's ClientHello), or null.
@@ -152,6 +154,7 @@ class Worker final : public plugin::Host {
   metrics::ConnStats stats_;
   std::unordered_map<ClientConn*, std::unique_ptr<ClientConn>> clients_;
   bool draining_ = false;
+  uint64_t drain_deadline_at_ = 0;  // loop time of the drain deadline
   io::Timer drain_timer_{&Worker::on_drain_deadline, this};
   std::vector<std::unique_ptr<H1Message>> free_messages_;
   proxy::H1UpstreamEnv upstream_env_;

@@ -42,6 +42,9 @@ struct Route {
   // The route has a `timeout` of its own: it wins over any upstream's, a plugin's choice
   // (traffic-split) included, as APISIX's set_balancer_opts prefers it.
   bool own_timeout = false;
+  // enable_websocket, the route's or else its service's: a request asking to upgrade passes
+  // its Upgrade on and an upstream's 101 becomes a tunnel.
+  bool websocket = false;
 };
 
 // Thread: any (immutable)

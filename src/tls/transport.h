@@ -38,6 +38,7 @@ class TlsTransport final : public io::Transport, public HandshakeHost {
   bool read_pending() const override { return sock_.read_pending(); }
   bool readable() const override;
   bool writable() const override { return sock_.writable(); }
+  bool failed() const override { return failed_ || sock_.failed(); }
 
   // Where certificates come from on the server side (the worker's snapshot); unset on the
   // client side.

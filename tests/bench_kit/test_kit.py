@@ -55,7 +55,7 @@ def peer_sluice(tmp_path):
     d = tmp_path / "peer"
     d.mkdir()
     (d / "config.yaml").write_text(
-        "apisix:\n  node_listen:\n    - %d\n"
+        "apisix:\n  node_listen:\n    - %d\n  ssl:\n    enable: false\n"
         "nginx_config:\n  worker_processes: 1\n"
         "deployment:\n  role: traditional\n  role_traditional:\n    config_provider: embedded\n"
         "  admin:\n    admin_listen:\n      ip: 127.0.0.1\n      port: %d\n"
@@ -87,7 +87,7 @@ def test_full_kit_run_with_every_peer_type(tmp_path, peer_sluice):
         assert processes_mentioning(work) == []
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    assert "scenario 2, run 2/2" in r.stderr  # the progress line names what runs
+    assert "scenario 2, round 2/2" in r.stderr  # the progress line names what runs
 
     res = json.loads((out / "results.json").read_text())
     assert res["schema"] == 1
@@ -97,13 +97,27 @@ def test_full_kit_run_with_every_peer_type(tmp_path, peer_sluice):
     by_name = {t["name"]: t for t in res["targets"]}
     assert set(by_name) == {"Sluice", "nginx", "HAProxy", "other", "direct (upstream)"}
     assert by_name["other"]["kind"] == "url"
-    # Scenario 2 only where limit-count and prometheus exist: Sluice, and the peer whose
-    # Admin API the kit used.
+    # Scenario 2 everywhere but at the upstream itself: limit-count and prometheus on Sluice
+    # and on the peer whose Admin API the kit used, their equivalents on nginx and HAProxy.
+    assert by_name["nginx"]["scenario2"].startswith("limit_req")
+    assert by_name["HAProxy"]["scenario2"].startswith("stick-table")
+    assert by_name["direct (upstream)"]["scenario2"] is None
+    # Every cell once per round, in rotation; the order and its seed are recorded.
+    order = res["kit"]["order"]
+    assert order["interleaved"] and isinstance(order["seed"], int)
+    cells = sorted("%s/%s" % (n, k) for n, t in by_name.items() for k in t["scenarios"])
+    assert len(cells) == 9
+    for phase in ("closed", "fixed_load"):
+        assert [sorted(r) for r in order["rounds"][phase]] == [cells, cells], phase
+    assert res["kit"]["placement"] == procs.default_placement(procs.usable_cpus(), 1)
     for name, t in by_name.items():
-        want = {"1", "2"} if name in ("Sluice", "other") else {"1"}
+        want = {"1"} if name == "direct (upstream)" else {"1", "2"}
         assert set(t["scenarios"]) == want, name
         for key, s in t["scenarios"].items():
             assert len(s["runs"]) == 2
+            assert [r["round"] for r in s["runs"]] == [1, 2]
+            assert [r["position"] for r in s["runs"]] == [
+                rnd.index("%s/%s" % (name, key)) + 1 for rnd in order["rounds"]["closed"]]
             for run in s["runs"]:
                 assert run.get("error") is None, (name, run.get("error"))
                 assert run["requests"] > 0 and run["non2xx"] == 0 and run["errors"] == 0
@@ -133,6 +147,8 @@ def test_full_kit_run_with_every_peer_type(tmp_path, peer_sluice):
     for name in by_name:
         assert re.search(r"^\| %s \|" % re.escape(name), report, re.M), name
     assert "## Latency at a fixed load" in report
+    assert "## How far these figures can be trusted" in report
+    assert "(seed %d)" % order["seed"] in report
     for chart in ("qps.svg", "latency.svg"):
         ET.parse(out / chart)
 
@@ -223,10 +239,10 @@ def test_sigterm_mid_run_stops_everything(tmp_path):
     deadline = time.monotonic() + 30
     seen = b""
     os.set_blocking(p.stderr.fileno(), False)
-    while time.monotonic() < deadline and b"run 1/1" not in seen:
+    while time.monotonic() < deadline and b"round 1/1" not in seen:
         seen += p.stderr.read() or b""
         time.sleep(0.1)
-    assert b"run 1/1" in seen, seen
+    assert b"round 1/1" in seen, seen
     p.send_signal(signal.SIGTERM)
     assert p.wait(30) != 0
     os.set_blocking(p.stderr.fileno(), True)

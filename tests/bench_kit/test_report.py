@@ -5,6 +5,7 @@ Everything is written under pytest's tmp_path; the sample data comes from confte
 
 from __future__ import annotations
 
+import copy
 import json
 import math
 import os
@@ -32,6 +33,13 @@ def _table_row(md_text, first_cell):
             if cells[0] == first_cell:
                 return cells
     raise AssertionError(f"no table row starting with {first_cell!r}")
+
+
+def _table_rows(md_text, first_cell):
+    """The cells of every markdown table row whose first cell is ``first_cell``."""
+    return [[c.strip() for c in line.strip().strip("|").split(" | ")]
+            for line in md_text.splitlines()
+            if line.startswith("| ") and line.strip().strip("|").split(" | ")[0].strip() == first_cell]
 
 
 def _section(md_text, heading):
@@ -99,11 +107,15 @@ def test_articles_table_rows_and_rounding(results, tmp_path):
     text = _read(report.write_report(results, str(tmp_path))[0])
     table = _section(text, "## Results")
     assert "| target | no plugin QPS / latency | two plugins QPS / latency |" in table
-    # Sluice: scenario 1 median 34,567 rps -> 34,600; scenario 2 30,080 -> 30,100.
-    assert _table_row(table, "Sluice") == ["Sluice", "34,600 / 0.46 ms", "30,100 / 0.52 ms"]
-    assert _table_row(table, "APISIX") == ["APISIX", "15,000 / 1.07 ms", "13,100 / 1.21 ms"]
-    # nginx and the direct ceiling cannot run scenario 2.
-    assert _table_row(table, "nginx") == ["nginx", "29,900 / 0.53 ms", "n/a"]
+    # Sluice: scenario 1 median 34,567 rps -> 34,600; scenario 2 30,080 -> 30,100; each
+    # with its lowest and highest run, rounded alike.
+    assert _table_row(table, "Sluice") == ["Sluice", "34,600 (34,100\u201335,000) / 0.46 ms",
+                                           "30,100 (29,800\u201330,500) / 0.52 ms"]
+    assert _table_row(table, "APISIX") == ["APISIX", "15,000 (14,800\u201315,000) / 1.07 ms",
+                                           "13,100 (13,000\u201313,300) / 1.21 ms"]
+    # This nginx (results from before nginx had a scenario 2) and the direct ceiling have
+    # no scenario 2.
+    assert _table_row(table, "nginx") == ["nginx", "29,900 (29,700\u201330,100) / 0.53 ms", "n/a"]
     assert _table_row(table, "direct")[2] == "n/a"
 
 
@@ -119,13 +131,18 @@ def test_report_header_machine_and_settings(results, tmp_path):
     assert _table_row(text, "Connections")[1] == "16"
     assert _table_row(text, "Gateway workers")[1] == "1"
     assert _table_row(text, "Load generator")[1] == "wrk"
-    assert _table_row(text, "CPU pinning")[1] == "not pinned: 2 cores"
+    assert _table_row(text, "Placement")[1] == "not pinned: 2 cores"
+    assert _table_row(text, "Run order")[1] == "\u2014"  # results from before the rotation
 
 
 def test_pinning_is_described(results, tmp_path):
     results["kit"]["pinning"] = {"gateway": [0], "upstream": [1], "load": [2, 3]}
     text = _read(report.write_report(results, str(tmp_path))[0])
-    assert _table_row(text, "CPU pinning")[1] == "gateway CPU 0; upstream CPU 1; load generator CPU 2, 3"
+    assert _table_row(text, "Placement")[1] == "gateway CPU 0; upstream CPU 1; load generator CPU 2, 3"
+    results["kit"]["placement"] = "own"
+    text = _read(report.write_report(results, str(tmp_path))[0])
+    assert _table_row(text, "Placement")[1] == \
+        "own (each its own CPUs): gateway CPU 0; upstream CPU 1; load generator CPU 2, 3"
 
 
 def test_detail_table_vs_nginx_cpu_and_nulls(results, tmp_path):
@@ -277,7 +294,8 @@ def test_labels_are_escaped(results, tmp_path):
         assert "a<b&c>" in cats
     text = _read(paths[0])
     assert "a<b&c>" not in text
-    assert _table_row(_section(text, "## Results"), "a&lt;b&amp;c&gt;")[1] == "34,600 / 0.46 ms"
+    assert _table_row(_section(text, "## Results"), "a&lt;b&amp;c&gt;")[1] == \
+        "34,600 (34,100\u201335,000) / 0.46 ms"
 
 
 def test_bar_chart_standalone():
@@ -306,9 +324,11 @@ def test_compare_rows_ratios_and_charts(results_pair, tmp_path):
             if ln.startswith("| ") and "\u2014" in ln.split(" | ")[0] and not ln.startswith("| machine")]
     assert len(rows) == len(a["targets"]) + len(b["targets"])
     assert _table_row(table, "aarch64 Neoverse-N1 (4 cores) \u2014 Sluice") == [
-        "aarch64 Neoverse-N1 (4 cores) \u2014 Sluice", "34,600 / 0.46 ms", "30,100 / 0.52 ms"]
+        "aarch64 Neoverse-N1 (4 cores) \u2014 Sluice", "34,600 (34,100\u201335,000) / 0.46 ms",
+        "30,100 (29,800\u201330,500) / 0.52 ms"]
     x86_sluice = _table_row(table, f"{b['machine']['label']} \u2014 Sluice")
-    assert x86_sluice[1] == report.fmt_qps(34567 * 1.25) + " / 0.37 ms"
+    assert x86_sluice[1] == "%s (%s\u2013%s) / 0.37 ms" % tuple(
+        report.fmt_qps(q * 1.25) for q in (34567, 34100, 35020))
     assert _table_row(table, f"{b['machine']['label']} \u2014 nginx")[2] == "n/a"
     # B / A ratios.
     ratios = _section(text, "## Ratios B / A")
@@ -318,6 +338,8 @@ def test_compare_rows_ratios_and_charts(results_pair, tmp_path):
     assert sl[col["no plugin QPS"]] == "1.25x" and sl[col["two plugins QPS"]] == "1.25x"
     assert _table_row(ratios, "nginx")[col["two plugins QPS"]] == "n/a"
     assert _table_row(ratios, "APISIX")[col["no plugin CPU \u00b5s/request"]] == "\u2014"
+    # The same CPU per request on both machines: the runs overlap, no winner.
+    assert sl[col["no plugin CPU \u00b5s/request"]] == "no measurable difference"
     # SLA comparison.
     sla = _section(text, "## Throughput under an SLA")
     assert _table_row(sla, "Sluice")[-1] == "1.25x"
@@ -487,6 +509,8 @@ def test_fixed_load_table_compares_p99_with_nginx(results, tmp_path):
     by["Sluice"]["scenarios"]["1"]["fixed_load"] = _fixed([0.5, 0.6, 0.8])
     by["Sluice"]["scenarios"]["2"]["fixed_load"] = _fixed([0.9, 1.0, 1.1])
     by["nginx"]["scenarios"]["1"]["fixed_load"] = _fixed([1.0, 1.2, 1.5])
+    by["nginx"]["scenarios"]["2"] = copy.deepcopy(by["nginx"]["scenarios"]["1"])
+    by["nginx"]["scenarios"]["2"]["fixed_load"] = _fixed([1.0, 1.05, 1.3])
     by["Sluice"]["scenarios"]["2"]["fixed_load"]["runs"][0]["unsent"] = 7
     text = _read(report.write_report(results, str(tmp_path))[0])
     sec = _section(text, "## Latency at a fixed load")
@@ -498,9 +522,11 @@ def test_fixed_load_table_compares_p99_with_nginx(results, tmp_path):
                      "0.50x", "0 / 0 / 0"]
     cells = [c.strip() for c in rows[1].strip().strip("|").split(" | ")]
     assert cells[1] == "2: two plugins"
-    assert cells[6] == "0.83x"  # scenario 2 against nginx's scenario 1 p99, the same load
+    # Scenario 2 against nginx's scenario 2 at the same load: Sluice's runs (0.9-1.1 ms)
+    # overlap nginx's (1.0-1.3 ms), so there is no winner.
+    assert cells[6] == "no measurable difference"
     assert cells[7] == "0 / 0 / 7"
-    assert _table_row(sec, "nginx")[6] == "1.00x"
+    assert [r[6] for r in _table_rows(sec, "nginx")] == ["1.00x", "1.00x"]
 
 
 def test_no_fixed_load_section_without_one(results, tmp_path):

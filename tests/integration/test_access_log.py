@@ -20,7 +20,7 @@ import time
 
 import pytest
 
-from fake_upstream import Delay
+from fake_upstream import Delay, Raw
 from harness import (Client, GatewayError, WrkRun, free_port, get, parse_samples, route,
                      run_wrk, scrape)
 
@@ -186,6 +186,25 @@ def test_client_gone_is_499(make_gateway, make_upstream):
     assert (f["status"], f["body_bytes_sent"]) == ("499", "0")
     assert f["upstream_addr"] == "127.0.0.1:%d" % slow.port
     assert f["upstream_status"] == "-"  # the try ended without an answer
+
+
+def test_websocket_tunnel_is_one_line_when_it_ends(make_gateway, make_upstream):
+    # The upstream switches, sends 5 bytes through the tunnel and closes: nginx logs the
+    # upgraded request once, when its connection closes, with status 101.
+    ws = make_upstream("ws", default=Raw(b"HTTP/1.1 101 Switching Protocols\r\n"
+                                         b"Upgrade: websocket\r\nConnection: Upgrade\r\n\r\n"
+                                         b"hello"))
+    gw = make_gateway(routes=[route("/ws", ws, rid="ws", enable_websocket=True)],
+                      config=UNBUFFERED)
+    with Client(gw.port) as c:
+        c.send(b"GET /ws HTTP/1.1\r\nHost: a\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+               b"Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n")
+        assert c.read_head().status == 101
+        assert c.reader.read_exact(5) == b"hello"
+        assert c.closed_by_peer(timeout=5)
+    [line] = wait_lines(log_path(gw), with_path("/ws"))
+    f = fields(line)
+    assert (f["status"], f["body_bytes_sent"], f["upstream_status"]) == ("101", "5", "101")
 
 
 # --------------------------------------------------------------------------- formats

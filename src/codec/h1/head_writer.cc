@@ -42,6 +42,10 @@ void write_response_head(std::string* out, const ResponseHeadOut& h) {
   } else if (h.chunked) {
     out->append("Transfer-Encoding: chunked\r\n");
   }
+  if (!h.upgrade.empty()) {
+    out->append("Upgrade: ").append(h.upgrade).append("\r\nConnection: upgrade\r\n\r\n");
+    return;
+  }
   switch (h.connection) {
     case ResponseHeadOut::Connection::kNone:
       break;

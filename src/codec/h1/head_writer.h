@@ -32,6 +32,9 @@ struct ResponseHeadOut {
   int64_t content_length = -1;  // >= 0: written
   bool chunked = false;         // Transfer-Encoding: chunked (when no length)
   Connection connection = Connection::kNone;
+  // A 101's protocol: written as its Upgrade field with `Connection: upgrade`, in place of
+  // the verdict above (the connection is neither kept for HTTP nor closed).
+  std::string_view upgrade;
 };
 
 // Appends the head to `out` (cleared first).

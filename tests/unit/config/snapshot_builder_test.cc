@@ -150,6 +150,30 @@ routes:
   EXPECT_EQ(t->timeouts.read_ms, 750u);
 }
 
+// apisix/init.lua: the route's enable_websocket, or its service's when the route's is nil.
+TEST(SnapshotBuilderTest, EnableWebsocketIsTheRoutesOrElseItsServices) {
+  BuildResult r = build_ok(R"(
+services:
+  - id: on
+    enable_websocket: true
+    upstream: {nodes: {"127.0.0.1:80": 1}}
+  - id: off
+    upstream: {nodes: {"127.0.0.1:80": 1}}
+routes:
+  - {id: 1, uri: /inherits, service_id: on}
+  - {id: 2, uri: /refuses, service_id: on, enable_websocket: false}
+  - {id: 3, uri: /own, service_id: off, enable_websocket: true}
+  - {id: 4, uri: /none, service_id: off}
+  - {id: 5, uri: /alone, enable_websocket: true, upstream: {nodes: {"127.0.0.1:80": 1}}}
+)");
+  const snapshot::Snapshot& s = *r.snapshot;
+  EXPECT_TRUE(match(s, "/inherits")->websocket);
+  EXPECT_FALSE(match(s, "/refuses")->websocket);
+  EXPECT_TRUE(match(s, "/own")->websocket);
+  EXPECT_FALSE(match(s, "/none")->websocket);
+  EXPECT_TRUE(match(s, "/alone")->websocket);
+}
+
 TEST(SnapshotBuilderTest, HostNamesResolveAndHostHeaderKeepsPort) {
   BuildResult r = build_ok(R"(
 routes:

@@ -161,27 +161,56 @@ class Process:
             self.log.close()
 
 
-def pin_plan(cores, workers):
-    """CPU sets for gateway, upstream and load generator, or None when there are too few
-    cores to keep the load generator off the gateway's. `cores`: a count (CPUs 0..n-1) or
-    the list of CPUs to use (usable_cpus()).
+PLACEMENTS = ("own", "load-alone", "gateway-alone")
 
-    With `workers` + 2 cores or more, each gets its own. With one core fewer (2 cores, one
-    worker: the development machine), the load generator keeps CPU 0 to itself and the
-    upstream shares the gateway's: the generator never competes with what it measures (its
-    open-loop schedule stays on time), and every target gets the same placement. Unpinned,
-    where the scheduler puts three processes on two cores decides the CPU per request:
-    docs/performance.md measured 8.9 to 25.4 µs for the same gateway."""
+
+def place(cores, workers, name):
+    """CPU sets for gateway, upstream and load generator under a named placement, or None
+    when there are too few CPUs for it. `cores`: a count (CPUs 0..n-1) or the list of CPUs
+    to use (usable_cpus()).
+
+    - own: each its own CPUs (workers + 2 CPUs or more): gateway, upstream, load generator.
+    - load-alone: the load generator alone on the first CPU (and any CPU left over); the
+      gateway and its upstream share the others. The generator never competes with what it
+      measures (the open loop keeps its schedule), and the gateway-to-upstream hop is local.
+    - gateway-alone: the gateway alone on its CPUs; the upstream and the load generator
+      share the rest. Every wake-up the gateway sends crosses CPUs.
+
+    Which processes share a CPU changes a gateway's CPU per request more than most code
+    changes (docs/performance.md measured 8.9 to 25.4 us for the same gateway), and it changes
+    gateways unequally: docs/benchmark.md, "Placement", gives the figures."""
     cpus = list(range(cores)) if isinstance(cores, int) else sorted(cores)
-    n = len(cpus)
-    if workers < 1:
+    n, w = len(cpus), workers
+    if name not in PLACEMENTS:
+        raise ValueError("unknown placement %r (choose from %s)" % (name, ", ".join(PLACEMENTS)))
+    if w < 1:
         return None
-    if n >= workers + 2:
-        return {"gateway": cpus[:workers], "upstream": [cpus[workers]],
-                "load": cpus[workers + 1:]}
-    if n == workers + 1:
-        return {"gateway": cpus[1:], "upstream": cpus[1:], "load": cpus[:1]}
+    if name == "own":
+        if n < w + 2:
+            return None
+        return {"gateway": cpus[:w], "upstream": [cpus[w]], "load": cpus[w + 1:]}
+    if n < w + 1:
+        return None
+    gateway, rest = cpus[1:w + 1], cpus[:1] + cpus[w + 1:]
+    if name == "load-alone":
+        return {"gateway": gateway, "upstream": list(gateway), "load": rest}
+    return {"gateway": gateway, "upstream": list(rest), "load": rest}
+
+
+def default_placement(cores, workers):
+    """The placement the kits use unless told otherwise: each process its own CPUs where
+    there are enough (workers + 2), else the load generator alone; None (unpinned) on
+    smaller machines."""
+    for name in ("own", "load-alone"):
+        if place(cores, workers, name):
+            return name
     return None
+
+
+def pin_plan(cores, workers):
+    """The default placement's CPU sets (None: too few CPUs, leave it to the scheduler)."""
+    name = default_placement(cores, workers)
+    return place(cores, workers, name) if name else None
 
 
 def usable_cpus():

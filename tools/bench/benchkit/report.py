@@ -25,6 +25,11 @@ The runner (``benchkit.runner``) writes::
              "connections": 16, "workers": 1, "sla_ms": 3.0,
              "load_generator": "wrk" | "builtin", "upstream": "nginx" | "builtin",
              "pinning": null | {"gateway": [0], "upstream": [1], "load": [2, 3]},
+             "placement": null | "own" | "load-alone" | "gateway-alone" | "custom",
+             "warmup_s": 1,
+             "order": {"interleaved": true, "seed": 12345,
+                       "rounds": {"closed": [["Sluice/2", "nginx/1", ...], ...],
+                                  "fixed_load": [...], "sla": [...]}},
              "fixed_load": null | {"reference": "nginx", "fraction": 0.5, "rate": 15000}},
      "machine": {"label": "x86_64 Intel(R) Xeon(R) ... (2 cores)", "hostname": "...",
                  "cpu_model": "...", "arch": "x86_64" | "aarch64", "cores": 2,
@@ -33,12 +38,14 @@ The runner (``benchkit.runner``) writes::
      "targets": [
        {"name": "Sluice", "kind": "sluice" | "nginx" | "haproxy" | "url" | "direct",
         "version": "...",
+        "scenario2": null | "what scenario 2 runs on this target, in words",
         "scenarios": {
           "1": {
             "runs": [{"rps": 34000.0, "requests": 170000, "non2xx": 0, "errors": 0,
                       "latency_ms": {"mean": 0.46, "p50": 0.44, "p90": 0.6, "p99": 0.9,
                                      "p99.9": 1.5, "max": 4.0},
-                      "cpu_us_per_req": 22.8, "rss_kib": 9000}, ...],
+                      "cpu_us_per_req": 22.8, "rss_kib": 9000,
+                      "round": 1, "position": 3}, ...],
             "median": {same keys as one run, each the median over runs},
             "spread": {"rps": [min, max], "cpu_us_per_req": [min, max],
                        "p99_ms": [min, max]},
@@ -56,8 +63,8 @@ The runner (``benchkit.runner``) writes::
                                              "p99.9_ms", "cpu_us_per_req"},
                                   "spread": {"p99_ms": [min, max]}}
           },
-          "2": {same shape} | absent (targets that cannot run scenario 2: nginx,
-                                      haproxy, direct)
+          "2": {same shape} | absent (direct; a url peer without its Admin API; nginx and
+                                      haproxy in results from before they had one)
         }}
      ]
     }
@@ -74,10 +81,13 @@ Layout decisions
 * The articles' table rounds QPS to 100 (``34,567`` -> ``34,600``) and shows the mean
   latency (the median over runs of each run's mean) with two decimals.
 * "vs nginx" ratios compare with the first target of kind "nginx" in the same scenario of
-  the same results; nginx runs scenario 1 only, so scenario 2 shows "—" there.
+  the same results (scenario 2: nginx's equivalent; "—" where nginx has none). Every ratio
+  between two cells whose runs' ranges overlap is "no measurable difference"
+  (``report_fair``, ``fair``).
 * non-2xx / errors are summed over the runs (a median would hide one bad run).
 * latency.svg shows mean and p99 per scenario (four series), p99 in a lighter shade; the
-  compare latency.svg shows the mean only (like the articles), to stay readable.
+  compare latency.svg shows the mean only (like the articles), to stay readable. Every bar
+  carries an error bar from its lowest to its highest run.
 * compare: A is the first input; every other input is reported as B / A. Charts group
   bars by (target, machine), target-major, for the targets present in every input, with
   a short machine label (CPU model without (R)/(TM)/GHz noise).
@@ -91,6 +101,7 @@ import os
 import re
 from typing import Any, Callable, Iterable, Optional, Sequence
 
+from . import report_fair as rf
 from . import svg
 
 __all__ = ["SCHEMA", "load_results", "validate_results", "write_report", "compare",
@@ -122,6 +133,9 @@ LATENCY_COLOURS = ["#0072B2", "#56B4E9", "#D55E00", "#E69F00", "#009E73", "#7FD1
 KIT_COMPARED = ("duration_s", "connections", "workers", "load_generator", "upstream", "sla_ms")
 
 REPORT_MD, QPS_SVG, LATENCY_SVG = "report.md", "qps.svg", "latency.svg"
+
+CHART_NOTE = ("Bars: median of the runs; error bars: the lowest and the highest run. Where two "
+              "bars' error bars overlap, the run shows no measurable difference between them.")
 
 
 # --------------------------------------------------------------------------- loading
@@ -321,7 +335,7 @@ def _article_cell(target: dict, key: str) -> str:
     if not _num(rps) and not _num(lat):
         return DASH
     lat_s = f"{fmt_ms(lat)} ms" if _num(lat) else DASH
-    return f"{fmt_qps(rps)} / {lat_s}"
+    return f"{_with_range(fmt_qps(rps), rf.run_range(target, key, 'rps'), fmt_qps)} / {lat_s}"
 
 
 def _runs(target: dict, key: str) -> list[dict]:
@@ -410,17 +424,8 @@ def machine_label(machine: dict) -> str:
 
 
 def _pinning_text(results: dict) -> str:
-    pin = _get(results, "kit", "pinning")
     cores = _get(results, "machine", "cores")
-    if not isinstance(pin, dict) or not pin:
-        n = _fmt_num_plain(cores) if _num(cores) else "?"
-        return f"not pinned: {n} cores"
-    names = {"gateway": "gateway", "upstream": "upstream", "load": "load generator"}
-    parts = []
-    for k, v in pin.items():
-        cpus = ", ".join(str(c) for c in v) if isinstance(v, (list, tuple)) else str(v)
-        parts.append(f"{names.get(k, k)} CPU {cpus}")
-    return "; ".join(parts)
+    return rf.placement_text(results.get("kit") or {}, _fmt_num_plain(cores) if _num(cores) else None)
 
 
 def _kit_value(results: dict, key: str) -> Any:
@@ -443,7 +448,8 @@ def _kit_rows(results: dict) -> list[tuple[str, str]]:
         ("Gateway workers", v("workers")),
         ("Load generator", v("load_generator")),
         ("Upstream", v("upstream")),
-        ("CPU pinning", _pinning_text(results)),
+        ("Placement", _pinning_text(results)),
+        ("Run order", rf.order_text(kit)),
         ("SLA", f"p99 \u2264 {v('sla_ms', ' ms')}"),
     ]
 
@@ -495,9 +501,9 @@ def _published_section() -> list[str]:
 def _article_footnote(results_list: Sequence[dict]) -> str:
     runs = {str(_kit_value(r, "runs")) for r in results_list if _kit_value(r, "runs") is not None}
     n = runs.pop() if len(runs) == 1 else "the"
-    return (f"QPS: median of {n} runs, rounded to 100 like the articles; latency: mean latency "
-            f"(median over runs). {NA}: the target cannot run that scenario; {DASH}: no "
-            f"successful run.")
+    return (f"QPS: median of {n} runs, rounded to 100 like the articles, with the lowest and "
+            f"highest run; latency: mean latency (median over runs). {NA}: the target cannot "
+            f"run that scenario; {DASH}: no successful run.")
 
 
 def _direct_note(results_list: Sequence[dict]) -> list[str]:
@@ -513,7 +519,6 @@ def _direct_note(results_list: Sequence[dict]) -> list[str]:
 
 def _detail_table(results: dict, key: str) -> list[str]:
     nginx = _nginx(results)
-    ref_cpu = _med(nginx, key, "cpu_us_per_req") if nginx else None
     header = ["target", "QPS median (min\u2013max)", "mean (ms)", "p50 (ms)", "p90 (ms)",
               "p99 (ms, min\u2013max)", "p99.9 (ms)", "CPU \u00b5s/request (min\u2013max)",
               "RSS MiB", "vs nginx CPU", "non-2xx / errors"]
@@ -537,7 +542,7 @@ def _detail_table(results: dict, key: str) -> list[str]:
             fmt_ms(lat.get("p99.9")),
             cpu,
             fmt_1(rss / 1024.0) if _num(rss) else DASH,
-            fmt_ratio(cpu_v, ref_cpu),
+            rf.ratio_cell(t, key, nginx, key, "cpu", fmt_ratio),
             _failures(t, key),
         ])
     return _table(header, rows, "lrrrrrrrrrr")
@@ -549,15 +554,16 @@ def _fixed_median(fl: Any) -> dict:
     return med if isinstance(med, dict) else {}
 
 
-def _nginx_fixed_p99(results: dict) -> Any:
-    """nginx's p99 at the fixed load (scenario 1): what every target's p99 is divided by."""
+def _nginx_fixed_p99(results: dict, key: str) -> Any:
+    """nginx's p99 at the fixed load in scenario `key`: what every target's p99 is divided by."""
     nginx = _nginx(results)
-    return _fixed_median(_get(_scn(nginx, "1"), "fixed_load")).get("p99_ms") if nginx else None
+    return _fixed_median(_get(_scn(nginx, key), "fixed_load")).get("p99_ms") if nginx else None
 
 
 def _fixed_table(results: dict) -> list[str]:
-    """p99 of every target at the one fixed rate; "vs nginx" divides by nginx's p99."""
-    ref = _nginx_fixed_p99(results)
+    """p99 of every target at the one fixed rate; "vs nginx" divides by nginx's p99 in the
+    same scenario (its equivalent of the two plugins in scenario 2)."""
+    nginx = _nginx(results)
     rows = []
     for key in _scenario_keys([results]):
         for t in _targets(results):
@@ -573,7 +579,8 @@ def _fixed_table(results: dict) -> list[str]:
                          fmt_int(med.get("achieved_rps")) + note, fmt_ms(med.get("p50_ms")),
                          _with_range(fmt_ms(med.get("p99_ms")),
                                      _get(fl, "spread", "p99_ms"), fmt_ms),
-                         fmt_ms(med.get("p99.9_ms")), fmt_ratio(med.get("p99_ms"), ref),
+                         fmt_ms(med.get("p99.9_ms")),
+                         rf.ratio_cell(t, key, nginx, key, "fixed_p99", fmt_ratio),
                          " / ".join(fmt_int(b) for b in bad)])
     if not rows:
         return []
@@ -582,13 +589,14 @@ def _fixed_table(results: dict) -> list[str]:
     return _table(header, rows, "llrrrrrr")
 
 
-def _fixed_cell(fl: Any, ref: Any) -> str:
+def _fixed_cell(t: Optional[dict], key: str, nginx: Optional[dict]) -> str:
     """'1.04 ms at 12,764 req/s (0.76x nginx)' for one target's fixed load on one machine."""
+    fl = _get(_scn(t, key), "fixed_load") if t else None
     p99 = _fixed_median(fl).get("p99_ms")
     if not _num(p99):
         return DASH
     text = f"{fmt_ms(p99)} ms at {fmt_int(fl.get('rate'))} req/s"
-    ratio = fmt_ratio(p99, ref)
+    ratio = rf.ratio_cell(t, key, nginx, key, "fixed_p99", fmt_ratio)
     return text if ratio == DASH else f"{text} ({ratio} nginx)"
 
 
@@ -596,13 +604,12 @@ def _sla_table(results: dict, sla_ms: Any) -> list[str]:
     nginx = _nginx(results)
     rows = []
     for key in _scenario_keys([results]):
-        ref = _get(_sla(nginx, key), "median_best_rate") if nginx else None
         for t in _targets(results):
             sla = _sla(t, key)
             if sla is None:
                 continue
             rows.append([md(t["name"]), f"{key}: {_scenario_name(key, False)}", _sla_cell(sla),
-                         fmt_ratio(sla.get("median_best_rate"), ref)])
+                         rf.ratio_cell(t, key, nginx, key, "sla", fmt_ratio)])
     if not rows:
         return []
     header = ["target", "scenario",
@@ -625,17 +632,20 @@ def _qps_chart(categories: list[str], cells: list[tuple[dict, str]], keys: list[
                 v = _med(t, k, "rps")
                 row.append(float(v) if _num(v) else DASH)
         values.append(row)
+    ranges = [[rf.run_range(t, k, "rps") for t, _ in cells] for k in keys]
     return svg.bar_chart(title, categories, series, values, y_label="requests per second",
-                         value_format=fmt_qps, colours=QPS_COLOURS, subtitle=subtitle)
+                         value_format=fmt_qps, colours=QPS_COLOURS, subtitle=subtitle,
+                         ranges=ranges, note=CHART_NOTE)
 
 
 def _latency_chart(categories: list[str], cells: list[tuple[dict, str]], keys: list[str], title: str,
                    subtitle: str = "", p99: bool = True) -> str:
-    series, values = [], []
+    series, values, ranges = [], [], []
     stats = (("mean", "mean"), ("p99", "p99")) if p99 else (("mean", "mean"),)
     colours = LATENCY_COLOURS if p99 else QPS_COLOURS
     for k in keys:
         for stat, label in stats:
+            ranges.append([rf.run_range(t, k, stat) for t, _ in cells])
             series.append(f"scenario {k} {label}" if p99 else f"scenario {k}: {_scenario_name(k)}")
             row = []
             for t, _ in cells:
@@ -646,7 +656,8 @@ def _latency_chart(categories: list[str], cells: list[tuple[dict, str]], keys: l
                     row.append(float(v) if _num(v) else DASH)
             values.append(row)
     return svg.bar_chart(title, categories, series, values, y_label="milliseconds",
-                         value_format=fmt_ms, colours=colours, subtitle=subtitle)
+                         value_format=fmt_ms, colours=colours, subtitle=subtitle,
+                         ranges=ranges, note=CHART_NOTE)
 
 
 def _write(path: str, text: str) -> None:
@@ -676,13 +687,18 @@ def render_report(results: dict) -> str:
     L += _table(["", ""], [(k, md(v)) for k, v in _machine_rows(results)])
     L += ["", "## Kit settings", ""]
     L += _table(["", ""], [(k, md(v)) for k, v in _kit_rows(results)])
+    notes = [n for n in kit.get("notes") or [] if isinstance(n, str)]
+    if notes:
+        L += [""] + [f"- Note: {md(n)}" for n in notes]
     L += ["", "Scenario 1: one route, one upstream node, no plugin. Scenario 2: the same route "
-               "with limit-count (a count no test reaches) and prometheus.", ""]
+               "with limit-count (a count no test reaches) and prometheus, or the target's "
+               "nearest equivalent.", ""]
     L += ["### Targets", ""]
     L += _table(["target", "kind", "version"],
                 [(md(t["name"]), md(t.get("kind") or DASH), md(t.get("version") or DASH))
                  for t in _targets(results)])
     L.append("")
+    L += rf.scenario2_section(results, md)
 
     # 2. The articles' table.
     L += ["## Results", ""]
@@ -691,6 +707,7 @@ def render_report(results: dict) -> str:
                 "lrr")
     L += ["", _article_footnote([results]), ""]
     L += _direct_note([results])
+    L += rf.warnings_section(results, md)
 
     # 3. Detail tables.
     for key in _scenario_keys([results]):
@@ -701,6 +718,7 @@ def render_report(results: dict) -> str:
           "highest run. CPU \u00b5s/request: the gateway's (or server's) CPU time per request; "
           "\u201cvs nginx CPU\u201d divides it by nginx's in the same scenario of this run. "
           "non-2xx / errors are totals over the runs.", ""]
+    L += rf.plugin_cost_section(results, md, fmt_ratio)
 
     # 4. Latency at one fixed load.
     fixed_lines = _fixed_table(results)
@@ -711,8 +729,8 @@ def render_report(results: dict) -> str:
               f"requests/s, {_fmt_num_plain(fixed.get('fraction'))} of "
               f"{md(fixed.get('reference') or 'nginx')}'s closed-loop QPS in scenario 1; "
               "latency from each request's scheduled send time; medians over the runs. "
-              "\u201cp99 vs nginx\u201d divides by nginx's p99 at this load in scenario 1, "
-              "scenario 2 rows included (nginx has no scenario 2).", ""]
+              "\u201cp99 vs nginx\u201d divides by nginx's p99 at this load in the same "
+              "scenario.", ""]
         L += fixed_lines
         L.append("")
 
@@ -829,12 +847,12 @@ def render_compare(results_list: Sequence[dict], sources: Optional[Sequence[str]
                     missing.append(name)
                     continue
                 row = [md(name)]
-                for field in (("rps",), ("cpu_us_per_req",)):
+                for field in ("rps", "cpu"):
                     for k in ("1", "2"):
                         if _scn(ta, k) is None or _scn(tb, k) is None:
                             row.append(NA)
                         else:
-                            row.append(fmt_ratio(_med(tb, k, *field), _med(ta, k, *field)))
+                            row.append(rf.ratio_cell(tb, k, ta, k, field, fmt_ratio))
                 rows.append(row)
             L += _table(["target", "no plugin QPS", "two plugins QPS",
                          "no plugin CPU \u00b5s/request", "two plugins CPU \u00b5s/request"], rows, "lrrrr")
@@ -860,8 +878,7 @@ def render_compare(results_list: Sequence[dict], sources: Optional[Sequence[str]
             cells = []
             for r in results_list:
                 t = _find(r, name)
-                fl = _get(_scn(t, key), "fixed_load") if t else None
-                cells.append(_fixed_cell(fl, _nginx_fixed_p99(r)))
+                cells.append(_fixed_cell(t, key, _nginx(r)))
             if all(c == DASH for c in cells):
                 continue
             fixed_rows.append([md(name), f"{key}: {_scenario_name(key, False)}"] + cells)
@@ -886,7 +903,8 @@ def render_compare(results_list: Sequence[dict], sources: Optional[Sequence[str]
                 continue
             row = [md(name), f"{key}: {_scenario_name(key, False)}"] + [_sla_cell(s) for s in slas]
             for i in range(1, n):
-                row.append(fmt_ratio(_get(slas[i], "median_best_rate"), _get(slas[0], "median_best_rate")))
+                row.append(rf.ratio_cell(_find(results_list[i], name), key,
+                                         _find(results_list[0], name), key, "sla", fmt_ratio))
             sla_rows.append(row)
     if sla_rows:
         L += [f"## Throughput under an SLA (p99 \u2264 {_fmt_num_plain(sla_ms)} ms)", ""]

@@ -4,12 +4,14 @@ Starts, on loopback and free ports, the upstream (nginx answering /hello, or Slu
 upstream), Sluice with one worker on its embedded store with the route created through the
 Admin API, nginx (proxy_pass with upstream keep-alive) and HAProxy, each with one worker, and
 any gateway at a URL the user names. Then, for scenario 1 (no plugin) and scenario 2
-(limit-count + prometheus), each target is measured --runs times with a closed loop like
-`wrk -c16 -d5`, and (unless --no-sla) the highest open-loop rate whose p99 stays within
---sla-ms is searched for. Where nginx is measured, every target's latency is also taken at
-one fixed open-loop rate, half of nginx's closed-loop QPS in scenario 1 (unless
---no-fixed-load): the same offered load for all. Targets are interleaved within each run so
-that machine noise falls on all of them alike. Writes results.json, report.md, qps.svg and latency.svg into --out.
+(limit-count + prometheus, or nginx's and HAProxy's nearest equivalents), each target is
+measured --runs times with a closed loop like `wrk -c16 -d5`, and (unless --no-sla) the
+highest open-loop rate whose p99 stays within --sla-ms is searched for. Where nginx is
+measured, every target's latency is also taken at one fixed open-loop rate, half of nginx's
+closed-loop QPS in scenario 1 (unless --no-fixed-load): the same offered load for all.
+Every measurement is taken target by target and scenario by scenario in rotation, in an order
+shuffled per round from a seed (phases.py, fair.py), so that drift on the machine falls on
+all of them alike. Writes results.json, report.md, qps.svg and latency.svg into --out.
 """
 
 import argparse
@@ -18,12 +20,12 @@ import json
 import os
 import shlex
 import signal
-import statistics
 import sys
 import tempfile
 import time
 
-from . import load, machine, procs, report, sla, targets
+from . import fair, load, machine, phases, procs, report, targets
+from .tls_run import parse_placement
 
 SCHEMA = 1
 
@@ -68,61 +70,6 @@ def _dur(s):
     return "%dm%02ds" % (s // 60, s % 60) if s >= 60 else "%ds" % s
 
 
-def _median(values):
-    values = [v for v in values if v is not None]
-    return statistics.median(values) if values else None
-
-
-def _spread(values):
-    values = [v for v in values if v is not None]
-    return [min(values), max(values)] if values else None
-
-
-def summarise(runs):
-    """Median and spread over the successful runs of one target and scenario."""
-    ok = [r for r in runs if r.get("error") is None]
-    if not ok:
-        return None, None
-    lat_keys = ok[0]["latency_ms"].keys()
-    median = {
-        "rps": _median(r["rps"] for r in ok),
-        "requests": _median(r["requests"] for r in ok),
-        "non2xx": _median(r["non2xx"] for r in ok),
-        "errors": _median(r["errors"] for r in ok),
-        "latency_ms": {k: _median(r["latency_ms"][k] for r in ok) for k in lat_keys},
-        "cpu_us_per_req": _median(r.get("cpu_us_per_req") for r in ok),
-        "rss_kib": _median(r.get("rss_kib") for r in ok),
-    }
-    spread = {
-        "rps": _spread(r["rps"] for r in ok),
-        "cpu_us_per_req": _spread(r.get("cpu_us_per_req") for r in ok),
-        "p99_ms": _spread(r["latency_ms"]["p99"] for r in ok),
-    }
-    return median, spread
-
-
-def failed_run(error):
-    return {"error": str(error), "rps": None, "requests": 0, "non2xx": 0, "errors": 0,
-            "latency_ms": {"mean": None, "p50": None, "p90": None, "p99": None,
-                           "p99.9": None, "max": None},
-            "cpu_us_per_req": None, "rss_kib": None}
-
-
-def measured(target, upstream, fn):
-    """Runs fn() (one load run) and adds the target's CPU per request and RSS, from /proc."""
-    pids = target.pids
-    up_pids = upstream.pids if target is not upstream else []
-    c0, u0 = procs.cpu_seconds(pids), procs.cpu_seconds(up_pids)
-    result = fn()
-    c1, u1 = procs.cpu_seconds(pids), procs.cpu_seconds(up_pids)
-    n = max(1, result["requests"])
-    result["cpu_us_per_req"] = (c1 - c0) * 1e6 / n if pids else None
-    result["cpu_s"] = (c1 - c0) if pids else None
-    result["rss_kib"] = procs.rss_kib(pids) if pids else None
-    result["upstream_cpu_us_per_req"] = (u1 - u0) * 1e6 / n if up_pids else None
-    return result
-
-
 def parse_args(argv):
     ap = argparse.ArgumentParser(
         prog="sluice bench",
@@ -134,13 +81,16 @@ def parse_args(argv):
                "side by side. See docs/benchmark.md.")
     ap.add_argument("--out", default="bench-out", help="output directory (default bench-out)")
     ap.add_argument("--duration", type=float, default=5, help="seconds per run (default 5)")
-    ap.add_argument("--runs", type=int, default=3, help="runs per target and scenario (default 3)")
+    # Five, not three: two cells that do not differ give runs whose ranges do not meet with
+    # a chance of 2 in C(2n, n): 10% with 3 runs each, 0.8% with 5 (fair.py's overlap rule).
+    ap.add_argument("--runs", type=int, default=5,
+                    help="rounds: runs per target and scenario, and SLA searches (default 5)")
     ap.add_argument("--connections", "-c", type=int, default=16,
                     help="concurrent connections (default 16)")
     ap.add_argument("--workers", type=int, default=1,
                     help="worker processes/threads of each gateway (default 1)")
     ap.add_argument("--warmup", type=float, default=1,
-                    help="seconds of load before each target's measured runs (default 1)")
+                    help="seconds of load before each closed-loop run (default 1)")
     ap.add_argument("--scenarios", default="1,2", help="scenarios to run (default 1,2)")
     ap.add_argument("--targets", default="sluice,nginx,haproxy,direct",
                     help="built-in targets, comma-separated (default sluice,nginx,haproxy,direct;"
@@ -174,7 +124,14 @@ def parse_args(argv):
                     help="first offered rate, as a fraction of the closed-loop QPS (default 0.2)")
     ap.add_argument("--sla-step", type=float, default=0.1,
                     help="rate step, as a fraction of the closed-loop QPS (default 0.1)")
+    ap.add_argument("--placement", default="",
+                    help="where the processes run: %s, or CPUs as gateway=LIST,upstream=LIST,"
+                         "load=LIST (default: own where there are workers + 2 CPUs, else "
+                         "load-alone; see docs/benchmark.md)" % "|".join(procs.PLACEMENTS))
     ap.add_argument("--no-pin", action="store_true", help="do not pin processes to CPUs")
+    ap.add_argument("--seed", type=int, default=None,
+                    help="seed of the run order's shuffles (default: a new one, printed in "
+                         "the report)")
     ap.add_argument("--sluice", default=os.environ.get("SLUICE_BIN", ""),
                     help="the sluice binary (default: the one running this kit)")
     ap.add_argument("--keep", action="store_true", help="keep the work dir (configs, logs)")
@@ -211,6 +168,18 @@ def parse_args(argv):
         ap.error("--fixed-load-fraction: a number in (0, 2]")
     if args.sla_step_duration <= 0:
         args.sla_step_duration = args.duration
+    if args.placement and args.no_pin:
+        ap.error("--placement and --no-pin: choose one")
+    args.placement_name, args.pinning = None, None
+    if args.placement:
+        args.pinning = parse_placement(ap, args.placement, args.workers)
+        args.placement_name = args.placement if args.placement in procs.PLACEMENTS else "custom"
+    elif not args.no_pin:
+        args.placement_name = procs.default_placement(procs.usable_cpus(), args.workers)
+        if args.placement_name:
+            args.pinning = procs.place(procs.usable_cpus(), args.workers, args.placement_name)
+    if args.seed is None:
+        args.seed = fair.new_seed()
     return args
 
 
@@ -225,7 +194,7 @@ def _named(ap, opt, values):
 
 
 def run(args, argv):
-    pinning = None if args.no_pin else procs.pin_plan(procs.usable_cpus(), args.workers)
+    pinning = args.pinning
     gw_cpus = pinning["gateway"] if pinning else None
     up_cpus = pinning["upstream"] if pinning else None
     load_cpus = pinning["load"] if pinning else None
@@ -247,6 +216,7 @@ def run(args, argv):
 
     workdir = tempfile.mkdtemp(prefix="sluice-bench-")
     started = []
+    rotation = fair.Rotation(args.seed)
     results = {
         "schema": SCHEMA,
         "kit": {
@@ -255,9 +225,12 @@ def run(args, argv):
                 "%Y-%m-%dT%H:%M:%SZ"),
             "command": "sluice bench " + " ".join(shlex.quote(a) for a in argv),
             "duration_s": args.duration, "runs": args.runs, "connections": args.connections,
-            "workers": args.workers, "sla_ms": None if args.no_sla else args.sla_ms,
+            "workers": args.workers, "warmup_s": args.warmup,
+            "sla_ms": None if args.no_sla else args.sla_ms,
             "load_generator": load_kind, "load_threads": threads, "upstream": up_kind,
-            "pinning": pinning, "notes": notes, "fixed_load": None,
+            "pinning": pinning, "placement": args.placement_name,
+            "order": {"interleaved": True, "seed": args.seed, "rounds": {}},
+            "notes": notes, "fixed_load": None,
         },
         "machine": machine.facts(),
         "targets": [],
@@ -265,100 +238,12 @@ def run(args, argv):
     try:
         upstream = targets.Upstream(up_kind, workdir, args.sluice, up_cpus)
         started.append(upstream)
-        gateways = []
-        for name in args.target_list:
-            if name == "sluice":
-                t = targets.Sluice(args.sluice, upstream, workdir, args.workers, gw_cpus)
-                results["kit"]["sluice_version"] = t.version
-            elif name == "nginx":
-                if not targets.have_nginx():
-                    notes.append("nginx is not installed: left out")
-                    continue
-                t = targets.Nginx(upstream, workdir, args.workers, gw_cpus)
-            elif name == "haproxy":
-                if not targets.have_haproxy():
-                    notes.append("HAProxy is not installed: left out (apt-get install haproxy)")
-                    continue
-                t = targets.HAProxy(upstream, workdir, args.workers, gw_cpus)
-            else:
-                continue
-            started.append(t)
-            gateways.append(t)
-        for name, url in args.peers.items():
-            admin, _, key = args.peer_admins.get(name, "").partition(",")
-            t = targets.UrlPeer(name, url, upstream, admin or None, key or None,
-                                args.peer_pids.get(name))
-            started.append(t)
-            gateways.append(t)
+        gateways = start_gateways(args, upstream, workdir, gw_cpus, started, results, notes)
         if "direct" in args.target_list:
             gateways.append(upstream)
         if not gateways:
             raise SystemExit("sluice bench: nothing to measure")
-
-        gen = load.Generator(args.sluice, load_kind, workdir, threads, load_cpus)
-        open_gen = load.Generator(args.sluice, "builtin", workdir, threads, load_cpus)
-        measured_targets = [t for t in gateways
-                            if set(t.scenarios()) & set(args.scenario_list)]
-        for t in gateways:
-            if t not in measured_targets:
-                notes.append("%s runs scenario 1 only: left out of scenario %s" % (
-                    t.name, args.scenarios))
-        entries = {t.name: {"name": t.name, "kind": t.kind, "version": t.version,
-                            "scenarios": {}} for t in measured_targets}
-        results["targets"] = [entries[t.name] for t in measured_targets]
-
-        plan = [(s, [t for t in gateways if s in t.scenarios()]) for s in args.scenario_list]
-        per_target = args.warmup + args.runs * args.duration
-        sla_guess = 0 if args.no_sla else args.runs * 9 * args.sla_step_duration
-        # The fixed load runs where nginx gives it a rate (scenario 1); a plan that decides
-        # against it takes its estimate back.
-        has_nginx = any(t.kind == "nginx" for _, ts in plan for t in ts)
-        fixed_guess = 0 if args.no_fixed_load or not has_nginx else args.runs * args.duration
-        progress = Progress(sum(len(ts) * (per_target + sla_guess + fixed_guess)
-                                for _, ts in plan))
-        fixed = None  # {"reference", "fraction", "rate"} once nginx's QPS is known
-
-        for scenario, ts in plan:
-            for t in ts:
-                progress.begin("%s: scenario %d set-up and %gs warm-up" % (
-                    t.name, scenario, args.warmup))
-                t.setup(scenario)
-                if args.warmup > 0:
-                    try:
-                        gen.closed(t.url, args.connections, args.warmup)
-                    except load.LoadError:
-                        pass  # the measured runs report it
-                progress.end(args.warmup)
-            runs = {t.name: [] for t in ts}
-            for i in range(args.runs):
-                for t in ts:
-                    progress.begin("%s: scenario %d, run %d/%d, closed loop -c%d -d%gs" % (
-                        t.name, scenario, i + 1, args.runs, args.connections, args.duration))
-                    try:
-                        r = measured(t, upstream, lambda: gen.closed(
-                            t.url, args.connections, args.duration))
-                    except load.LoadError as e:
-                        r = failed_run(e)
-                    runs[t.name].append(r)
-                    progress.end(args.duration)
-            for t in ts:
-                median, spread = summarise(runs[t.name])
-                entries[t.name]["scenarios"][str(scenario)] = {
-                    "runs": runs[t.name], "median": median, "spread": spread, "sla": None,
-                    "fixed_load": None}
-            if fixed is None and not args.no_fixed_load:
-                fixed = fixed_load_plan(ts, entries, scenario, args.fixed_load_fraction, notes,
-                                        scenario == args.scenario_list[-1])
-                results["kit"]["fixed_load"] = fixed or None
-                if fixed == {}:
-                    progress.grow(-fixed_guess * sum(len(x) for _, x in plan))
-            if fixed:
-                fixed_load_runs(ts, entries, scenario, fixed["rate"], upstream, open_gen, args,
-                                progress)
-            if args.no_sla:
-                continue
-            sla_blocks(ts, entries, upstream, scenario, open_gen, args, progress)
-        progress.close("sluice bench: done in %s" % _dur(time.monotonic() - progress.start))
+        measure(args, gateways, upstream, workdir, threads, load_cpus, rotation, results)
     finally:
         for t in reversed(started):
             t.stop()
@@ -370,106 +255,77 @@ def run(args, argv):
     return results
 
 
-def open_summary(r):
-    """What the report keeps of one open-loop run (a fixed-load run or an SLA step)."""
-    raw = r["raw"]
-    return {"offered": raw.get("sent", 0) + raw.get("unsent", 0),
-            "achieved_rps": r["rps"], "p50_ms": r["latency_ms"]["p50"],
-            "p99_ms": r["latency_ms"]["p99"], "p99.9_ms": r["latency_ms"]["p99.9"],
-            "errors": r["errors"], "non2xx": r["non2xx"], "unsent": r["unsent"],
-            "cpu_us_per_req": r["cpu_us_per_req"]}
-
-
-def fixed_load_plan(ts, entries, scenario, fraction, notes, last):
-    """The fixed rate: `fraction` of nginx's median closed-loop QPS, taken from the first
-    scenario nginx runs (scenario 1). {} (decided: none) when nginx is not measured or has
-    no QPS; None (not yet) when nginx does not run this scenario and a later one remains."""
-    ref = next((t for t in ts if t.kind == "nginx"), None)
-    if ref is None:
-        if last:
-            notes.append("nginx is not measured: no latency at a fixed load")
-            return {}
-        return None
-    median = entries[ref.name]["scenarios"][str(scenario)]["median"]
-    if not median or not median.get("rps"):
-        notes.append("nginx has no closed-loop QPS: no latency at a fixed load")
-        return {}
-    return {"reference": ref.name, "fraction": fraction,
-            "rate": max(1, int(round(median["rps"] * fraction)))}
-
-
-def fixed_load_runs(ts, entries, scenario, rate, upstream, gen, args, progress):
-    """--runs open-loop runs of every target at `rate`, interleaved; each target's latency."""
-    per = {t.name: [] for t in ts}
-    for i in range(args.runs):
-        for t in ts:
-            progress.begin("%s: scenario %d, fixed load %d/%d, offering %d req/s" % (
-                t.name, scenario, i + 1, args.runs, rate))
-            try:
-                one = open_summary(measured(t, upstream, lambda: gen.open(
-                    t.url, args.connections, args.duration, rate)))
-            except load.LoadError as e:
-                one = {"offered": 0, "achieved_rps": None, "p50_ms": None, "p99_ms": None,
-                       "p99.9_ms": None, "errors": 0, "non2xx": 0, "unsent": 0,
-                       "cpu_us_per_req": None, "error": str(e)}
-            per[t.name].append(one)
-            progress.end(args.duration)
-    for t in ts:
-        got = per[t.name]
-        ok = [r for r in got if r.get("error") is None]  # medians over the runs that ran
-        median = {k: _median([r[k] for r in ok])
-                  for k in ("achieved_rps", "p50_ms", "p99_ms", "p99.9_ms", "cpu_us_per_req")}
-        entries[t.name]["scenarios"][str(scenario)]["fixed_load"] = {
-            "rate": rate, "runs": got, "median": median,
-            "spread": {"p99_ms": _spread([r["p99_ms"] for r in ok])}}
-
-
-def sla_blocks(ts, entries, upstream, scenario, gen, args, progress):
-    """--runs SLA searches for each target of a scenario, interleaved: search i of every
-    target before search i + 1 of any, so that a noisy minute on a shared machine falls on
-    one search of several targets rather than on all searches of one."""
-    out = {t.name: [] for t in ts}
-    plans = {}
-    for t in ts:
-        entry = entries[t.name]["scenarios"][str(scenario)]
-        base = entry["median"]["rps"] if entry["median"] else None
-        if base:
-            plans[t.name] = sla.plan(base, args.sla_start, args.sla_step)
+def start_gateways(args, upstream, workdir, gw_cpus, started, results, notes):
+    """Starts the built-in targets and connects the peers; each goes into `started` as soon
+    as it runs, so that a failure later stops it."""
+    gateways = []
+    for name in args.target_list:
+        if name == "sluice":
+            t = targets.Sluice(args.sluice, upstream, workdir, args.workers, gw_cpus)
+            results["kit"]["sluice_version"] = t.version
+        elif name == "nginx":
+            if not targets.have_nginx():
+                notes.append("nginx is not installed: left out")
+                continue
+            t = targets.Nginx(upstream, workdir, args.workers, gw_cpus)
+        elif name == "haproxy":
+            if not targets.have_haproxy():
+                notes.append("HAProxy is not installed: left out (apt-get install haproxy)")
+                continue
+            t = targets.HAProxy(upstream, workdir, args.workers, gw_cpus)
         else:
-            entry["sla"] = {"sla_ms": args.sla_ms, "runs": [], "median_best_rate": None,
-                            "spread": None, "error": "no closed-loop throughput to start from"}
-    for i in range(args.runs):
-        for t in ts:
-            if t.name in plans:
-                out[t.name].append(sla_search(t, upstream, scenario, i, plans[t.name], gen,
-                                              args, progress))
-    for t in ts:
-        if t.name in plans:
-            best = [r["best_rate"] for r in out[t.name]]
-            entries[t.name]["scenarios"][str(scenario)]["sla"] = {
-                "sla_ms": args.sla_ms, "runs": out[t.name], "median_best_rate": _median(best),
-                "spread": _spread(best)}
+            continue
+        started.append(t)
+        gateways.append(t)
+    for name, url in args.peers.items():
+        admin, _, key = args.peer_admins.get(name, "").partition(",")
+        t = targets.UrlPeer(name, url, upstream, admin or None, key or None,
+                            args.peer_pids.get(name))
+        started.append(t)
+        gateways.append(t)
+    return gateways
 
 
-def sla_search(t, upstream, scenario, i, plan, gen, args, progress):
-    """One SLA search (the i-th) for one target and scenario."""
-    start, step, ceiling = plan
+def measure(args, gateways, upstream, workdir, threads, load_cpus, rotation, results):
+    """The closed loop, the fixed load and the SLA search, each over every cell (target,
+    scenario) in rotation."""
+    kit, notes = results["kit"], results["kit"]["notes"]
+    gen = load.Generator(args.sluice, kit["load_generator"], workdir, threads, load_cpus)
+    open_gen = load.Generator(args.sluice, "builtin", workdir, threads, load_cpus)
+    cells = [(t, s) for s in args.scenario_list for t in gateways if s in t.scenarios()]
+    measured_targets = [t for t in gateways if any(c[0] is t for c in cells)]
+    for t in gateways:
+        if t not in measured_targets:
+            notes.append("%s runs scenario 1 only: left out of scenario %s" % (
+                t.name, args.scenarios))
+    entries = {t.name: {"name": t.name, "kind": t.kind, "version": t.version,
+                        "scenario2": t.scenario2 if 2 in t.scenarios() else None,
+                        "scenarios": {}} for t in measured_targets}
+    results["targets"] = [entries[t.name] for t in measured_targets]
+    has_nginx = any(t.kind == "nginx" and s == 1 for t, s in cells)
+    do_fixed = has_nginx and not args.no_fixed_load
+    n = len(cells) * args.runs
+    progress = Progress(n * (args.warmup + args.duration) +
+                        (n * args.duration if do_fixed else 0) +
+                        (0 if args.no_sla else n * 9 * args.sla_step_duration))
 
-    def measure(rate):
-        progress.begin("%s: scenario %d, SLA search %d/%d, offering %d req/s (p99 <= %g ms)" % (
-            t.name, scenario, i + 1, args.runs, rate, args.sla_ms))
-        try:
-            r = measured(t, upstream, lambda: gen.open(
-                t.url, args.connections, args.sla_step_duration, rate))
-        except load.LoadError as e:
-            progress.end(args.sla_step_duration)
-            return {"offered": 0, "achieved_rps": 0, "p50_ms": None, "p99_ms": None,
-                    "p99.9_ms": None, "errors": 1, "non2xx": 0, "unsent": 0,
-                    "error": str(e)}
-        progress.end(args.sla_step_duration)
-        return open_summary(r)
+    def rounds(phase):
+        got = rotation.rounds(cells, args.runs)
+        kit["order"]["rounds"][phase] = [[phases.cell_name(c) for c in r] for r in got]
+        return got
 
-    return sla.search(measure, start, step, args.sla_ms, ceiling)
+    phases.closed_rounds(rounds("closed"), entries, upstream, gen, args, progress)
+    if not args.no_fixed_load:
+        fixed = phases.fixed_load_plan(cells, entries, args.fixed_load_fraction, notes)
+        kit["fixed_load"] = fixed or None
+        if do_fixed and not fixed:
+            progress.grow(-n * args.duration)
+        if fixed:
+            phases.fixed_load_runs(rounds("fixed_load"), entries, fixed["rate"], upstream,
+                                   open_gen, args, progress)
+    if not args.no_sla:
+        phases.sla_blocks(rounds("sla"), entries, upstream, open_gen, args, progress)
+    progress.close("sluice bench: done in %s" % _dur(time.monotonic() - progress.start))
 
 
 def main(argv):

@@ -11,14 +11,18 @@ fonts, scripts or stylesheets) that ``xml.etree`` parses:
   to the value (height = value / top * plot height), with the formatted value printed above
   it and a ``<title>`` tooltip;
 * a slot whose value is ``None`` (or a string) draws no rect: the string (default "n/a")
-  is printed at the baseline instead.
+  is printed at the baseline instead;
+* optional error bars (``ranges``): a vertical line from the lowest to the highest run with
+  a cap at each end, over the bar; the printed value moves above the bar's top cap;
+* an optional ``note`` printed under the category labels (what the error bars mean).
 
 Sizes are fixed: bar width, gaps, fonts and the plot height are constants; the document's
 width grows with the number of bars so that the printed values never overlap. Every
 piece of text is XML-escaped.
 
 Elements carry classes so tests and readers can find them: ``bar``, ``swatch`` (legend),
-``grid``, ``tick``, ``category``, ``value``, ``missing``, ``title``, ``axis-label``.
+``grid``, ``tick``, ``category``, ``value``, ``missing``, ``title``, ``axis-label``,
+``error-bar`` (a ``<g>`` per bar with ``data-low`` / ``data-high``), ``note``.
 """
 
 from __future__ import annotations
@@ -163,13 +167,16 @@ def bar_chart(
     value_format: Optional[Callable[[float], str]] = None,
     colours: Optional[Sequence[str]] = None,
     subtitle: str = "",
+    ranges: Optional[Sequence[Sequence[Optional[tuple]]]] = None,
+    note: str = "",
 ) -> str:
     """Return a grouped bar chart as SVG text.
 
     ``values[s][c]`` is the value of series ``s`` in category ``c``: a number (a bar), or
     ``None`` / a string (no bar; the string, default "n/a", is printed at the baseline).
     Negative numbers are drawn as zero-height bars. ``value_format`` formats the printed
-    values (default: thousands separators above 100, two decimals below).
+    values (default: thousands separators above 100, two decimals below). ``ranges[s][c]``
+    is that bar's (low, high) or None: drawn as an error bar.
     """
     categories = [str(c) for c in categories]
     series = [str(s) for s in series]
@@ -185,7 +192,16 @@ def bar_chart(
     def is_num(v: Value) -> bool:
         return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
 
+    def bounds(s: int, c: int) -> Optional[tuple]:
+        r = ranges[s][c] if ranges and s < len(ranges) and c < len(ranges[s]) else None
+        if isinstance(r, (list, tuple)) and len(r) == 2 and is_num(r[0]) and is_num(r[1]) \
+                and is_num(values[s][c]):
+            return max(0.0, float(min(r))), max(0.0, float(max(r)))
+        return None
+
     numbers = [float(v) for row in values for v in row if is_num(v)]
+    numbers += [bounds(s, c)[1] for s in range(len(values)) for c in range(len(categories))
+                if bounds(s, c)]
     ticks = nice_ticks(max(numbers) if numbers else 0.0)
     top = ticks[-1]
     step = ticks[1] - ticks[0]
@@ -218,6 +234,8 @@ def bar_chart(
     wrapped = [_wrap(c, label_chars) for c in categories]
     label_lines = max((len(w) for w in wrapped), default=1)
     height = plot_bottom + 14 + label_lines * 14 + 16
+    note_lines = _wrap(note, int((width - LEFT - RIGHT) / CHAR_W), 3) if note else []
+    height += len(note_lines) * 14
 
     out: list[str] = []
     add = out.append
@@ -279,11 +297,24 @@ def bar_chart(
                 h = fv / top * PLOT_H
                 y = plot_bottom - h
                 label = fmt(float(v))
+                b = bounds(s, c)
+                tip = f"{label} (runs {fmt(b[0])}\u2013{fmt(b[1])})" if b else label
                 add(f'<rect class="bar" x="{_num(bx)}" y="{_num(y)}" width="{BAR_W}" height="{_num(h)}" '
                     f'fill="{escape(colours[s % len(colours)])}" data-series="{escape(name)}" '
                     f'data-category="{escape(cat)}" data-value="{escape(repr(float(v)))}">'
-                    f'<title>{escape(" ".join(cat.split()))} \u2014 {escape(name)}: {escape(label)}</title></rect>')
-                add(f'<text class="value" x="{_num(cx)}" y="{_num(y - 4)}" text-anchor="middle" '
+                    f'<title>{escape(" ".join(cat.split()))} \u2014 {escape(name)}: {escape(tip)}</title></rect>')
+                top_y = y
+                if b:
+                    lo_y, hi_y = (plot_bottom - e / top * PLOT_H for e in b)
+                    top_y = min(y, hi_y)
+                    add(f'<g class="error-bar" data-series="{escape(name)}" '
+                        f'data-category="{escape(cat)}" data-low="{escape(repr(b[0]))}" '
+                        f'data-high="{escape(repr(b[1]))}" stroke="#222222" stroke-width="1">')
+                    add(f'<line x1="{_num(cx)}" y1="{_num(lo_y)}" x2="{_num(cx)}" y2="{_num(hi_y)}"/>')
+                    for ey in (lo_y, hi_y):
+                        add(f'<line x1="{_num(cx - 6)}" y1="{_num(ey)}" x2="{_num(cx + 6)}" y2="{_num(ey)}"/>')
+                    add('</g>')
+                add(f'<text class="value" x="{_num(cx)}" y="{_num(top_y - 4)}" text-anchor="middle" '
                     f'font-size="10" fill="#222222">{escape(label)}</text>')
             else:
                 text = v if isinstance(v, str) else "n/a"
@@ -297,5 +328,8 @@ def bar_chart(
         add(f'<text class="category" x="{_num(lx)}" y="{_num(plot_bottom + 16)}" text-anchor="middle" '
             f'fill="#222222">{spans}</text>')
     add('</g>')
+    for i, line in enumerate(note_lines):
+        ny = plot_bottom + 14 + label_lines * 14 + 16 + i * 14
+        add(f'<text class="note" x="{LEFT}" y="{_num(ny)}" fill="#555555">{escape(line)}</text>')
     add('</svg>')
     return "\n".join(out) + "\n"

@@ -1,8 +1,12 @@
 """What the kit measures: the upstream, Sluice, nginx, HAProxy and gateways at a URL.
 
 Every target proxies `GET /hello` to the same upstream with one worker. Scenario 1 is the
-articles' route without plugins; scenario 2 adds limit-count and prometheus and exists only
-for APISIX-compatible gateways (Sluice, and a URL peer whose Admin API the kit may use).
+articles' route without plugins; scenario 2 adds limit-count and prometheus on
+APISIX-compatible gateways (Sluice, and a URL peer whose Admin API the kit may use), and
+their nearest equivalents on nginx and HAProxy (`SCENARIO2_NGINX`, `SCENARIO2_HAPROXY`):
+a per-client request-rate limit no test reaches and the server's own metrics endpoint.
+Each target tells which scenarios it runs, where each is served (`url_for`), and what its
+scenario 2 is (`scenario2`, for the report).
 """
 
 import json
@@ -66,14 +70,16 @@ def admin_put(admin_url, key, path, body, timeout=5.0):
         return e.code, e.read()
 
 
-def wait_serving(url, scenario, timeout=10.0):
-    """Wait until url answers 200, and for scenario 2 carries limit-count's quota header."""
+def wait_serving(url, scenario, timeout=10.0, header="x-ratelimit-limit"):
+    """Wait until url answers 200, and for scenario 2 carries `header`: the one its rate
+    limit adds to every answer (limit-count's quota header on APISIX and Sluice), the proof
+    that the limit runs on the measured requests."""
     deadline = time.monotonic() + timeout
     last = None
     while time.monotonic() < deadline:
         status, headers, body = http_get(url)
         lower = {k.lower(): v for k, v in headers.items()}
-        if status == 200 and (scenario != 2 or "x-ratelimit-limit" in lower):
+        if status == 200 and (scenario != 2 or header in lower):
             return
         last = (status, body[:200] if isinstance(body, bytes) else body)
         time.sleep(0.05)
@@ -83,6 +89,7 @@ def wait_serving(url, scenario, timeout=10.0):
 
 class Target:
     kind = "?"
+    scenario2 = None  # what scenario 2 runs on this target, in words (None: no scenario 2)
 
     def __init__(self, name):
         self.name = name
@@ -93,6 +100,10 @@ class Target:
 
     def scenarios(self):
         return [1]
+
+    def url_for(self, scenario):
+        """Where the load for `scenario` goes."""
+        return self.url
 
     def setup(self, scenario):
         pass
@@ -191,10 +202,15 @@ plugin_attr:
 """
 
 
+ARTICLES_SCENARIO2 = ("limit-count (count 2000000000000 per 60 s, key remote_addr) + "
+                      "prometheus, the articles' route")
+
+
 class Sluice(Target):
     """Sluice on its embedded store; the route is created through the Admin API, as the
     articles create it on APISIX."""
     kind = "sluice"
+    scenario2 = ARTICLES_SCENARIO2
 
     def __init__(self, binary, upstream, workdir, workers, cpus, name="Sluice",
                  ssl_yaml="    enable: false"):
@@ -234,6 +250,16 @@ class Sluice(Target):
 
 # --- nginx ----------------------------------------------------------------------------------
 
+# Scenario 2 on nginx, the nearest equivalent of limit-count + prometheus that Debian's nginx
+# has: limit_req in a zone keyed by the client address (limit-count's key remote_addr) at a
+# rate no test reaches (as the articles' count is), and stub_status, on a port of its own
+# like APISIX's export server, as the metrics endpoint. limit_req's bucket is checked at
+# millisecond resolution, so the burst lets a millisecond's requests through without delay.
+# The header shows that limit_req ran for the answer ($limit_req_status: PASSED), as
+# limit-count's X-RateLimit-* headers do (one header here, three there).
+SCENARIO2_NGINX = ("limit_req (zone per $binary_remote_addr, rate 100000000r/s, burst "
+                   "1000000 nodelay, X-Limit-Req-Status header) + stub_status on its own port")
+
 NGINX_PROXY = """\
 worker_processes {workers};
 pid {dir}/proxy.pid;
@@ -246,6 +272,7 @@ http {{
         server 127.0.0.1:{up_port};
         keepalive 32;
     }}
+    limit_req_zone $binary_remote_addr zone=per_client:10m rate=100000000r/s;
     server {{
         listen 127.0.0.1:{port} backlog=4096;
         location /hello {{
@@ -253,6 +280,21 @@ http {{
             proxy_http_version 1.1;
             proxy_set_header Connection "";
         }}
+    }}
+    server {{
+        listen 127.0.0.1:{port2} backlog=4096;
+        location /hello {{
+            limit_req zone=per_client burst=1000000 nodelay;
+            limit_req_status 503;
+            add_header X-Limit-Req-Status $limit_req_status always;
+            proxy_pass http://up;
+            proxy_http_version 1.1;
+            proxy_set_header Connection "";
+        }}
+    }}
+    server {{
+        listen 127.0.0.1:{metrics_port};
+        location = /nginx_status {{ stub_status; }}
     }}
 }}
 """
@@ -285,14 +327,40 @@ class NginxTarget(Target):
 
 
 class Nginx(NginxTarget):
-    """nginx as a reverse proxy with upstream keep-alive."""
+    """nginx as a reverse proxy with upstream keep-alive; scenario 1 and scenario 2
+    (SCENARIO2_NGINX) are two servers of the same process, so switching costs nothing."""
+    scenario2 = SCENARIO2_NGINX
 
     def __init__(self, upstream, workdir, workers, cpus):
         super().__init__(workdir)
-        self.port = free_port()
-        self.start(NGINX_PROXY.format(dir=self.dir, port=self.port, up_port=upstream.port,
+        self.port, self.port2, metrics_port = free_port(), free_port(), free_port()
+        self.start(NGINX_PROXY.format(dir=self.dir, port=self.port, port2=self.port2,
+                                      metrics_port=metrics_port, up_port=upstream.port,
                                       workers=workers), self.port, cpus)
         self.url = "http://127.0.0.1:%d/hello" % self.port
+        self.metrics_url = "http://127.0.0.1:%d/nginx_status" % metrics_port
+
+    def scenarios(self):
+        return [1, 2]
+
+    def url_for(self, scenario):
+        return "http://127.0.0.1:%d/hello" % self.port2 if scenario == 2 else self.url
+
+    def setup(self, scenario):
+        wait_serving(self.url_for(scenario), scenario, header="x-limit-req-status")
+        if scenario == 2:
+            metrics_answer(self, b"Active connections")
+
+
+def metrics_answer(target, expect):
+    """Checks once that a target's metrics endpoint answers with what it should."""
+    if getattr(target, "metrics_checked", False):
+        return
+    status, _, body = http_get(target.metrics_url)
+    if status != 200 or expect not in (body if isinstance(body, bytes) else b""):
+        raise RuntimeError("%s: the metrics endpoint %s answered %s: %r" % (
+            target.name, target.metrics_url, status, body[:200]))
+    target.metrics_checked = True
 
 
 # --- HAProxy --------------------------------------------------------------------------------
@@ -315,22 +383,47 @@ frontend bench
     bind 127.0.0.1:{port}
     default_backend up
 
+frontend bench2
+    bind 127.0.0.1:{port2}
+    stick-table type ip size 100k expire 60s store http_req_rate(60s)
+    http-request track-sc0 src
+    http-request deny deny_status 503 if {{ sc_http_req_rate(0) gt 2000000000000 }}
+    http-response set-header X-Req-Rate %[sc_http_req_rate(0)]
+    default_backend up
+
+frontend metrics
+    bind 127.0.0.1:{metrics_port}
+    http-request use-service prometheus-exporter if {{ path /metrics }}
+
 backend up
     http-reuse always
     server up1 127.0.0.1:{up_port} maxconn 1000
 """
 
 
+# Scenario 2 on HAProxy, the nearest equivalent of limit-count + prometheus: a stick table
+# counting each source address's requests over 60 s (limit-count's window and key), a deny
+# at a rate no test reaches, a header carrying the counter (the proof it runs, as
+# limit-count's X-RateLimit-* headers are), and the built-in Prometheus exporter on a port
+# of its own.
+SCENARIO2_HAPROXY = ("stick-table http_req_rate(60s) tracked per source, deny above "
+                     "2000000000000, X-Req-Rate header + prometheus-exporter on its own port")
+
+
 class HAProxy(Target):
-    """HAProxy in HTTP mode, one thread, with server-side connection reuse."""
+    """HAProxy in HTTP mode, one thread, with server-side connection reuse; scenario 1 and
+    scenario 2 (SCENARIO2_HAPROXY) are two frontends of the same process."""
     kind = "haproxy"
+    scenario2 = SCENARIO2_HAPROXY
 
     def __init__(self, upstream, workdir, workers, cpus):
         super().__init__("HAProxy")
-        self.port = free_port()
+        self.port, self.port2, metrics_port = free_port(), free_port(), free_port()
+        self.metrics_url = "http://127.0.0.1:%d/metrics" % metrics_port
         conf = os.path.join(workdir, "haproxy.cfg")
         with open(conf, "w") as f:
-            f.write(HAPROXY_CONFIG.format(port=self.port, up_port=upstream.port,
+            f.write(HAPROXY_CONFIG.format(port=self.port, port2=self.port2,
+                                          metrics_port=metrics_port, up_port=upstream.port,
                                           workers=workers))
         binary = shutil.which("haproxy")
         self.version = "HAProxy " + (_tool_version([binary, "-v"], r"version (\S+)") or "?")
@@ -340,6 +433,17 @@ class HAProxy(Target):
         self.pids = [p.pid]
         self.url = "http://127.0.0.1:%d/hello" % self.port
 
+    def scenarios(self):
+        return [1, 2]
+
+    def url_for(self, scenario):
+        return "http://127.0.0.1:%d/hello" % self.port2 if scenario == 2 else self.url
+
+    def setup(self, scenario):
+        wait_serving(self.url_for(scenario), scenario, header="x-req-rate")
+        if scenario == 2:
+            metrics_answer(self, b"haproxy_process_")
+
 
 # --- a gateway at a URL ---------------------------------------------------------------------
 
@@ -348,6 +452,7 @@ class UrlPeer(Target):
     articles' route for both scenarios, pointing at the kit's upstream; without it the URL is
     measured as it stands, scenario 1 only. With a PID its CPU and RSS are accounted too."""
     kind = "url"
+    scenario2 = ARTICLES_SCENARIO2
 
     def __init__(self, name, url, upstream, admin=None, key=None, pid=None):
         super().__init__(name)

@@ -81,8 +81,9 @@ def parse_args(argv):
     ap.add_argument("--quick", action="store_true",
                     help="a check that everything runs: 1 run of 1 s, no warm-up, 2 procs")
     ap.add_argument("--placement", default="",
-                    help="CPUs as gateway=LIST,upstream=LIST,load=LIST (e.g. "
-                         "gateway=0,upstream=0,load=1); default: the kit's plan")
+                    help="%s, or CPUs as gateway=LIST,upstream=LIST,load=LIST (e.g. "
+                         "gateway=0,upstream=0,load=1); default: the kit's plan" %
+                         "|".join(procs.PLACEMENTS))
     ap.add_argument("--no-pin", action="store_true", help="do not pin processes to CPUs")
     ap.add_argument("--sluice", default=os.environ.get("SLUICE_BIN", ""),
                     help="the sluice binary (default: the one running this kit)")
@@ -107,12 +108,20 @@ def parse_args(argv):
     return args
 
 
-def parse_placement(ap, spec):
+def parse_placement(ap, spec, workers=1):
+    """--placement: a named plan (procs.PLACEMENTS) or gateway=LIST,upstream=LIST,load=LIST."""
+    if spec in procs.PLACEMENTS:
+        plan = procs.place(procs.usable_cpus(), workers, spec)
+        if plan is None:
+            ap.error("--placement %s: too few CPUs here (usable: %s)" % (
+                spec, ",".join(map(str, procs.usable_cpus()))))
+        return plan
     out = {}
     for part in spec.split(","):
         name, sep, cpus = part.partition("=")
         if not sep or name not in ("gateway", "upstream", "load"):
-            ap.error("--placement: expected gateway=LIST,upstream=LIST,load=LIST, got %r" % spec)
+            ap.error("--placement: expected %s or gateway=LIST,upstream=LIST,load=LIST, got %r"
+                     % ("|".join(procs.PLACEMENTS), spec))
         try:
             out[name] = [int(c) for c in cpus.split("+") if c != ""]
         except ValueError:

@@ -34,8 +34,9 @@ def add_common_args(ap, out_default):
     ap.add_argument("--quick", action="store_true",
                     help="a check that everything runs: 1 run of 1 s, no warm-up")
     ap.add_argument("--placement", default="",
-                    help="CPUs as gateway=LIST,upstream=LIST,load=LIST (e.g. "
-                         "gateway=0,upstream=0,load=1); default: the kit's plan")
+                    help="%s, or CPUs as gateway=LIST,upstream=LIST,load=LIST (e.g. "
+                         "gateway=0,upstream=0,load=1); default: the kit's plan" %
+                         "|".join(procs.PLACEMENTS))
     ap.add_argument("--no-pin", action="store_true", help="do not pin processes to CPUs")
     ap.add_argument("--sluice", default=os.environ.get("SLUICE_BIN", ""),
                     help="the sluice binary (default: the one running this kit)")

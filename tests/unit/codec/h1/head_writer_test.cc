@@ -47,6 +47,14 @@ TEST(HeadWriter, Table) {
       {"bodiless: neither length nor chunks",
        {.status = 204, .reason = "No Content"},
        "HTTP/1.1 204 No Content\r\n\r\n"},
+      {"a 101: the protocol and Connection: upgrade instead of a verdict",
+       {.status = 101,
+        .reason = "Switching Protocols",
+        .upstream = up,
+        .connection = Conn::kClose,
+        .upgrade = "websocket"},
+       "HTTP/1.1 101 Switching Protocols\r\nServer: upstream/1\r\nX-Up: 1\r\n"
+       "Upgrade: websocket\r\nConnection: upgrade\r\n\r\n"},
   };
   for (const Case& c : cases) {
     std::string out = "stale";
