@@ -1,78 +1,132 @@
 #include "accesslog/escape.h"
 
+#include <array>
+#include <cstdint>
+#include <cstring>
+
 namespace sluice::accesslog {
 
 namespace {
 
 constexpr char kHex[] = "0123456789ABCDEF";
 
-bool needs_default_escape(unsigned char c) {
-  return c < 0x20 || c >= 0x7f || c == '"' || c == '\\';
+// Bit 1: escape=default escapes the byte; bit 2: escape=json does.
+constexpr uint8_t kDefaultBit = 1;
+constexpr uint8_t kJsonBit = 2;
+constexpr std::array<uint8_t, 256> kEscapes = [] {
+  std::array<uint8_t, 256> t{};
+  for (int c = 0; c < 256; ++c) {
+    bool quote = c == '"' || c == '\\';
+    t[c] = static_cast<uint8_t>((c < 0x20 || c >= 0x7f || quote ? kDefaultBit : 0) |
+                                (c < 0x20 || quote ? kJsonBit : 0));
+  }
+  return t;
+}();
+
+constexpr uint64_t kOnes = 0x0101010101010101ULL;
+constexpr uint64_t kHighs = 0x8080808080808080ULL;
+
+// Nonzero when a byte of w is below n (n <= 128), or equals c: no branch per byte.
+constexpr uint64_t any_below(uint64_t w, uint8_t n) { return (w - kOnes * n) & ~w & kHighs; }
+constexpr uint64_t any_equal(uint64_t w, uint8_t c) { return any_below(w ^ (kOnes * c), 1); }
+
+// Whether any of the 8 bytes at p needs the escape `kBit` names.
+template <uint8_t kBit>
+bool block_needs(const unsigned char* p) {
+  uint64_t w;
+  std::memcpy(&w, p, sizeof(w));
+  uint64_t hit = any_below(w, 0x20) | any_equal(w, '"') | any_equal(w, '\\');
+  if (kBit == kDefaultBit) {
+    hit |= (w & kHighs) | any_equal(w, 0x7f);
+  }
+  return hit != 0;
 }
 
-bool needs_json_escape(unsigned char c) { return c < 0x20 || c == '"' || c == '\\'; }
-
-// Appends the bytes of `v` that need no escape in one go, up to the next that does.
-template <class Needs>
-size_t append_plain(std::string_view v, size_t i, Needs needs, std::string* out) {
-  size_t j = i;
-  while (j < v.size() && !needs(static_cast<unsigned char>(v[j]))) {
-    ++j;
+// The end of the stretch from `i` that needs no escape: 8 bytes at a time, then byte by byte.
+template <uint8_t kBit>
+size_t plain_end(const unsigned char* s, size_t n, size_t i) {
+  while (i + 8 <= n && !block_needs<kBit>(s + i)) {
+    i += 8;
   }
-  out->append(v.data() + i, j - i);
-  return j;
+  while (i < n && (kEscapes[s[i]] & kBit) == 0) {
+    ++i;
+  }
+  return i;
+}
+
+// Writes the escape of byte c at p (json: `\"`, `\n`, `\u00XX`, ...); returns the end.
+char* json_escape(unsigned char c, char* p) {
+  *p++ = '\\';
+  switch (c) {
+    case '"':
+    case '\\':
+      *p++ = static_cast<char>(c);
+      return p;
+    case '\n':
+      *p++ = 'n';
+      return p;
+    case '\r':
+      *p++ = 'r';
+      return p;
+    case '\t':
+      *p++ = 't';
+      return p;
+    case '\b':
+      *p++ = 'b';
+      return p;
+    case '\f':
+      *p++ = 'f';
+      return p;
+    default:
+      std::memcpy(p, "u00", 3);
+      p[3] = kHex[c >> 4];
+      p[4] = kHex[c & 0xf];
+      return p + 5;
+  }
+}
+
+// Copies `v` to `out` with each byte that needs it escaped by `escape`, in one pass; room for
+// the worst case (`widest` bytes per byte) is made once.
+template <uint8_t kBit, class Escaper>
+void append_with(std::string_view v, size_t widest, Escaper escape, LineBuffer* out) {
+  const auto* s = reinterpret_cast<const unsigned char*>(v.data());
+  const size_t n = v.size();
+  if (n == 0) {
+    return;
+  }
+  char* const start = out->room(n * widest);
+  char* p = start;
+  size_t i = 0;
+  while (true) {
+    size_t j = plain_end<kBit>(s, n, i);
+    copy_bytes(p, reinterpret_cast<const char*>(s) + i, j - i);
+    p += j - i;
+    if (j == n) {
+      break;
+    }
+    p = escape(s[j], p);
+    i = j + 1;
+  }
+  out->commit(static_cast<size_t>(p - start));
 }
 
 }  // namespace
 
-void append_default_escaped(std::string_view v, std::string* out) {
-  size_t i = 0;
-  while (true) {
-    i = append_plain(v, i, needs_default_escape, out);
-    if (i == v.size()) {
-      return;
-    }
-    const auto c = static_cast<unsigned char>(v[i++]);
-    const char esc[4] = {'\\', 'x', kHex[c >> 4], kHex[c & 0xf]};
-    out->append(esc, sizeof(esc));
-  }
+void append_default_escaped(std::string_view v, LineBuffer* out) {
+  append_with<kDefaultBit>(
+      v, 4,
+      [](unsigned char c, char* p) {
+        p[0] = '\\';
+        p[1] = 'x';
+        p[2] = kHex[c >> 4];
+        p[3] = kHex[c & 0xf];
+        return p + 4;
+      },
+      out);
 }
 
-void append_json_escaped(std::string_view v, std::string* out) {
-  size_t i = 0;
-  while (true) {
-    i = append_plain(v, i, needs_json_escape, out);
-    if (i == v.size()) {
-      return;
-    }
-    const auto c = static_cast<unsigned char>(v[i++]);
-    out->push_back('\\');
-    switch (c) {
-      case '"':
-      case '\\':
-        out->push_back(static_cast<char>(c));
-        break;
-      case '\n':
-        out->push_back('n');
-        break;
-      case '\r':
-        out->push_back('r');
-        break;
-      case '\t':
-        out->push_back('t');
-        break;
-      case '\b':
-        out->push_back('b');
-        break;
-      case '\f':
-        out->push_back('f');
-        break;
-      default: {
-        const char esc[5] = {'u', '0', '0', kHex[c >> 4], kHex[c & 0xf]};
-        out->append(esc, sizeof(esc));
-      }
-    }
-  }
+void append_json_escaped(std::string_view v, LineBuffer* out) {
+  append_with<kJsonBit>(v, 6, json_escape, out);
 }
 
 }  // namespace sluice::accesslog

@@ -85,8 +85,14 @@ bool parse_escape(std::string_view text, Escape* out) {
   return true;
 }
 
-uint32_t Format::add_head(HeadVar::Kind kind, router::Var var) {
+uint32_t Format::add_head(HeadVar::Kind kind, std::string_view name, router::Var var) {
+  for (size_t i = 0; i < head_names_.size(); ++i) {
+    if (head_names_[i] == name) {
+      return static_cast<uint32_t>(i);
+    }
+  }
   head_vars_.push_back({kind, std::move(var)});
+  head_names_.emplace_back(name);
   return static_cast<uint32_t>(head_vars_.size() - 1);
 }
 
@@ -102,8 +108,8 @@ Status Format::add_var(std::string_view raw) {
       parts_.push_back({n.var, 0, 0});
       used_ |= uint64_t{1} << static_cast<unsigned>(n.var);
       if (n.var == Var::kUpstreamHost && host_slot_ < 0) {
-        host_slot_ =
-            static_cast<int>(add_head(HeadVar::Kind::kRouter, router::Var::parse("http_host")));
+        host_slot_ = static_cast<int>(
+            add_head(HeadVar::Kind::kRouter, "http_host", router::Var::parse("http_host")));
       }
       if (n.var == Var::kHostname && hostname_.empty()) {
         char host[HOST_NAME_MAX + 1] = {0};
@@ -124,7 +130,7 @@ Status Format::add_var(std::string_view raw) {
     kind = HeadVar::Kind::kIsArgs;
   }
   if (kind != HeadVar::Kind::kRouter) {
-    parts_.push_back({Var::kHead, add_head(kind), 0});
+    parts_.push_back({Var::kHead, add_head(kind, name), 0});
     return Status::ok();
   }
   if (name.starts_with("sent_http_") || name.starts_with("upstream_http_")) {
@@ -138,7 +144,7 @@ Status Format::add_var(std::string_view raw) {
     return Status::error(fmt::format("unknown \"{}\" variable", raw));
   }
   if (var.reads_request_head()) {
-    parts_.push_back({Var::kHead, add_head(HeadVar::Kind::kRouter, std::move(var)), 0});
+    parts_.push_back({Var::kHead, add_head(HeadVar::Kind::kRouter, name, std::move(var)), 0});
   } else {
     conn_vars_.push_back(std::move(var));
     parts_.push_back({Var::kConn, static_cast<uint32_t>(conn_vars_.size() - 1), 0});

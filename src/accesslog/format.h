@@ -105,12 +105,15 @@ class Format {
 
  private:
   common::Status add_var(std::string_view name);
-  uint32_t add_head(HeadVar::Kind kind, router::Var var = {});
+  // The slot of head variable `name` (lower-case), added when new: a variable the format
+  // names twice ($http_host, and $upstream_host's fallback) is read once per request.
+  uint32_t add_head(HeadVar::Kind kind, std::string_view name, router::Var var = {});
 
   Escape escape_ = Escape::kDefault;
   std::vector<Part> parts_;
   std::string literals_;
   std::vector<HeadVar> head_vars_;
+  std::vector<std::string> head_names_;  // beside head_vars_
   std::vector<router::Var> conn_vars_;
   uint64_t used_ = 0;
   int host_slot_ = -1;

@@ -15,23 +15,22 @@ namespace {
 constexpr const char* kMonths[] = {"Jan", "Feb", "Mar", "Apr", "May", "Jun",
                                    "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"};
 
-void append_uint(uint64_t v, std::string* out) {
-  char buf[24];
-  auto r = std::to_chars(buf, buf + sizeof(buf), v);
-  out->append(buf, static_cast<size_t>(r.ptr - buf));
+void append_uint(uint64_t v, LineBuffer* out) {
+  char* p = out->room(20);
+  out->commit(static_cast<size_t>(std::to_chars(p, p + 20, v).ptr - p));
 }
 
 // nginx's "%T.%03M": seconds and milliseconds.
-void append_seconds(uint64_t ms, std::string* out) {
+void append_seconds(uint64_t ms, LineBuffer* out) {
   append_uint(ms / 1000, out);
   char frac[4] = {'.', static_cast<char>('0' + ms / 100 % 10),
                   static_cast<char>('0' + ms / 10 % 10), static_cast<char>('0' + ms % 10)};
-  out->append(frac, sizeof(frac));
+  out->append({frac, sizeof(frac)});
 }
 
 // A list of the tries' values, ", " between them (nginx's $upstream_* variables).
 template <class Each>
-void append_each(std::span<const UpstreamTry> tries, Each each, std::string* out) {
+void append_each(std::span<const UpstreamTry> tries, Each each, LineBuffer* out) {
   for (size_t i = 0; i < tries.size(); ++i) {
     if (i != 0) {
       out->append(", ");
@@ -57,7 +56,7 @@ Renderer::Renderer() {
   }
   rng_[0] = seed[0];
   rng_[1] = seed[1];
-  snprintf(pid_, sizeof(pid_), "%d", static_cast<int>(getpid()));
+  pid_len_ = static_cast<size_t>(snprintf(pid_, sizeof(pid_), "%d", static_cast<int>(getpid())));
 }
 
 void Renderer::refresh_times(time_t second) {
@@ -67,15 +66,16 @@ void Renderer::refresh_times(time_t second) {
   int off = static_cast<int>(t.tm_gmtoff / 60) % (24 * 60);
   char sign = off < 0 ? '-' : '+';
   off = off < 0 ? -off : off;
-  snprintf(time_local_, sizeof(time_local_), "%02d/%s/%d:%02d:%02d:%02d %c%02d%02d", t.tm_mday,
-           kMonths[t.tm_mon], t.tm_year + 1900, t.tm_hour, t.tm_min, t.tm_sec, sign, off / 60,
-           off % 60);
-  snprintf(time_iso_, sizeof(time_iso_), "%4d-%02d-%02dT%02d:%02d:%02d%c%02d:%02d",
-           t.tm_year + 1900, t.tm_mon + 1, t.tm_mday, t.tm_hour, t.tm_min, t.tm_sec, sign, off / 60,
-           off % 60);
+  time_local_len_ = static_cast<size_t>(snprintf(time_local_, sizeof(time_local_),
+                                                 "%02d/%s/%d:%02d:%02d:%02d %c%02d%02d", t.tm_mday,
+                                                 kMonths[t.tm_mon], t.tm_year + 1900, t.tm_hour,
+                                                 t.tm_min, t.tm_sec, sign, off / 60, off % 60));
+  time_iso_len_ = static_cast<size_t>(snprintf(
+      time_iso_, sizeof(time_iso_), "%4d-%02d-%02dT%02d:%02d:%02d%c%02d:%02d", t.tm_year + 1900,
+      t.tm_mon + 1, t.tm_mday, t.tm_hour, t.tm_min, t.tm_sec, sign, off / 60, off % 60));
 }
 
-void Renderer::append_request_id(std::string* out) {
+void Renderer::append_request_id(LineBuffer* out) {
   constexpr char kLowerHex[] = "0123456789abcdef";
   char id[32];
   for (int half = 0; half < 2; ++half) {
@@ -84,10 +84,10 @@ void Renderer::append_request_id(std::string* out) {
       id[half * 16 + i] = kLowerHex[(v >> (60 - 4 * i)) & 0xf];
     }
   }
-  out->append(id, sizeof(id));
+  out->append({id, sizeof(id)});
 }
 
-bool Renderer::list(const Part& p, const Record& r, std::string* out) {
+bool Renderer::list(const Part& p, const Record& r, LineBuffer* out) {
   if (r.tries.empty()) {
     return false;
   }
@@ -132,7 +132,7 @@ bool Renderer::list(const Part& p, const Record& r, std::string* out) {
 }
 
 bool Renderer::value(const Format& f, const Part& p, const Record& r, const timespec& now,
-                     std::string* out) {
+                     LineBuffer* out) {
   std::string_view v;
   switch (p.var) {
     case Var::kLiteral:
@@ -166,12 +166,13 @@ bool Renderer::value(const Format& f, const Part& p, const Record& r, const time
     case Var::kMsec:
       append_seconds(static_cast<uint64_t>(now.tv_sec) * 1000 + now.tv_nsec / 1000000, out);
       return true;
+    // The gateway's own text, never in need of an escape.
     case Var::kTimeLocal:
-      v = time_local_;
-      break;
+      out->append({time_local_, time_local_len_});
+      return true;
     case Var::kTimeIso8601:
-      v = time_iso_;
-      break;
+      out->append({time_iso_, time_iso_len_});
+      return true;
     case Var::kUpstreamAddr:
     case Var::kUpstreamStatus:
     case Var::kUpstreamResponseTime:
@@ -179,8 +180,8 @@ bool Renderer::value(const Format& f, const Part& p, const Record& r, const time
     case Var::kUpstreamHeaderTime:
       return list(p, r, out);
     case Var::kUpstreamScheme:
-      v = r.upstream_tls ? "https" : "http";
-      break;
+      out->append(r.upstream_tls ? "https" : "http");
+      return true;
     case Var::kUpstreamHost:
       if (r.has_upstream_host) {
         v = r.upstream_host;
@@ -228,14 +229,14 @@ bool Renderer::value(const Format& f, const Part& p, const Record& r, const time
       v = f.hostname();
       break;
     case Var::kPid:
-      v = pid_;
-      break;
+      out->append({pid_, pid_len_});
+      return true;
   }
   append_escaped(f.escape(), v, out);
   return true;
 }
 
-void Renderer::render(const Format& f, const Record& r, const timespec& now, std::string* out) {
+void Renderer::render(const Format& f, const Record& r, const timespec& now, LineBuffer* out) {
   if (now.tv_sec != second_ && (f.uses(Var::kTimeLocal) || f.uses(Var::kTimeIso8601))) {
     refresh_times(now.tv_sec);
   }

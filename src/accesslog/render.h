@@ -7,6 +7,7 @@
 #include <string>
 
 #include "accesslog/format.h"
+#include "accesslog/line_buffer.h"
 #include "accesslog/record.h"
 
 namespace sluice::accesslog {
@@ -18,20 +19,20 @@ class Renderer {
  public:
   Renderer();
   // Appends `r`'s line, newline included, to `out`. `now`: the wall-clock time of the line.
-  void render(const Format& f, const Record& r, const timespec& now, std::string* out);
+  void render(const Format& f, const Record& r, const timespec& now, LineBuffer* out);
 
  private:
   // Appends the value of variable part `p`; false when it is not there.
-  bool value(const Format& f, const Part& p, const Record& r, const timespec& now,
-             std::string* out);
-  bool list(const Part& p, const Record& r, std::string* out);
+  bool value(const Format& f, const Part& p, const Record& r, const timespec& now, LineBuffer* out);
+  bool list(const Part& p, const Record& r, LineBuffer* out);
   void refresh_times(time_t second);
-  void append_request_id(std::string* out);
+  void append_request_id(LineBuffer* out);
 
   time_t second_ = -1;
   char time_local_[64] = {0};  // 28/Sep/2024:10:00:00 +0200
   char time_iso_[64] = {0};    // 2024-09-28T10:00:00+02:00
   char pid_[16] = {0};
+  size_t time_local_len_ = 0, time_iso_len_ = 0, pid_len_ = 0;
   uint64_t rng_[2] = {0, 0};
   router::VarScratch scratch_;
 };

@@ -43,9 +43,17 @@ Writer::~Writer() {
   }
 }
 
-bool Writer::log(const Record& r) {
-  timespec now;
-  clock_gettime(CLOCK_REALTIME, &now);
+bool Writer::log(const Record& r, uint64_t now_ms) {
+  if (!clock_read_ || now_ms - clock_ms_ >= 1000) {
+    timespec wall;
+    clock_gettime(CLOCK_REALTIME, &wall);
+    int64_t wall_ms = static_cast<int64_t>(wall.tv_sec) * 1000 + wall.tv_nsec / 1000000;
+    wall_offset_ms_ = wall_ms - static_cast<int64_t>(now_ms);
+    clock_ms_ = now_ms;
+    clock_read_ = true;
+  }
+  int64_t ms = static_cast<int64_t>(now_ms) + wall_offset_ms_;
+  timespec now{static_cast<time_t>(ms / 1000), static_cast<long>(ms % 1000) * 1000000};
   const bool first = buf_.empty();
   renderer_.render(config_->format, r, now, &buf_);
   ++buffered_lines_;

@@ -12,6 +12,7 @@
 #include <string>
 
 #include "accesslog/config.h"
+#include "accesslog/line_buffer.h"
 #include "accesslog/record.h"
 #include "accesslog/render.h"
 
@@ -35,8 +36,10 @@ class Writer {
   const Config& config() const { return *config_; }
   const Format& format() const { return config_->format; }
   // Renders `r`'s line into the buffer, and writes the buffer once it holds buffer_size bytes.
-  // True when the line is the first one buffered: the caller arms the flush timer.
-  bool log(const Record& r);
+  // True when the line is the first one buffered: the caller arms the flush timer. `now_ms`:
+  // the worker loop's monotonic time; the line's wall-clock time is derived from it (the clock
+  // itself is read once a second).
+  bool log(const Record& r, uint64_t now_ms);
   // Writes what is buffered, if anything.
   void flush();
   // Flushes into the file open now, then opens the path again: logrotate (or the built-in
@@ -50,12 +53,16 @@ class Writer {
 
   std::shared_ptr<const Config> config_;
   int fd_ = -1;
-  std::string buf_;
+  LineBuffer buf_;
   uint64_t buffered_lines_ = 0;
   Renderer renderer_;
   Stats stats_;
   uint64_t reported_ms_ = 0;        // when a failure was last reported (monotonic)
   uint64_t lost_since_report_ = 0;  // lines dropped since
+  // Wall-clock milliseconds minus the loop's monotonic ones, as of clock_ms_.
+  int64_t wall_offset_ms_ = 0;
+  uint64_t clock_ms_ = 0;
+  bool clock_read_ = false;
 };
 
 // Opens `path` to append to it (creating it 0644), for a worker or to check it at start.

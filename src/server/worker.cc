@@ -346,7 +346,7 @@ void Worker::give_buffer(io::Buffer* b) {
 }
 
 void Worker::log_access(const accesslog::Record& r) {
-  if (access_log_->log(r)) {
+  if (access_log_->log(r, loop_.now_ms())) {
     loop_.arm(access_log_timer_, access_log_->config().flush_ms);
   }
 }

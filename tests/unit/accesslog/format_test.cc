@@ -24,9 +24,9 @@ TEST(AccessLogFormat, CompilesApisixDefault) {
   }
   EXPECT_EQ(vars, 16);
   EXPECT_EQ(literals, " -  []  \"\"    \"\" \"\"    \"://\"");
-  // remote_user, http_host, request, http_referer, http_user_agent, and http_host again for
-  // $upstream_host's fallback.
-  EXPECT_EQ(f->head_vars().size(), 6u);
+  // remote_user, http_host (also $upstream_host's fallback), request, http_referer,
+  // http_user_agent: each read once.
+  EXPECT_EQ(f->head_vars().size(), 5u);
   EXPECT_GE(f->host_slot(), 0);
   EXPECT_TRUE(f->uses(Var::kTimeLocal));
   EXPECT_FALSE(f->uses(Var::kRequestId));

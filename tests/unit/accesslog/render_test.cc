@@ -46,8 +46,9 @@ class AccessLogRender : public ::testing::Test {
       captured_.capture(*f, req_.ctx, raw_);
       rec_.head = &captured_;
     }
-    std::string out;
-    renderer_.render(*f, rec_, kNow, &out);
+    LineBuffer buf;
+    renderer_.render(*f, rec_, kNow, &buf);
+    std::string out(buf.view());
     EXPECT_EQ(out.back(), '\n');
     out.pop_back();
     return out;
@@ -217,9 +218,9 @@ TEST_F(AccessLogRender, RemoteUser) {
     ASSERT_TRUE(f.is_ok());
     captured_.capture(*f, req.ctx, {});
     rec_.head = &captured_;
-    std::string out;
+    LineBuffer out;
     renderer_.render(*f, rec_, kNow, &out);
-    EXPECT_EQ(out, std::string(c.expect) + "\n");
+    EXPECT_EQ(out.view(), std::string(c.expect) + "\n");
   }
 }
 
@@ -237,15 +238,64 @@ TEST_F(AccessLogRender, GeneratedRequestIdsDiffer) {
 }
 
 TEST(AccessLogEscape, Default) {
-  std::string out;
+  LineBuffer out;
   append_default_escaped(std::string_view("a\"b\\c\x01\x1f\x7f\xc3\xa9 ~\n", 13), &out);
-  EXPECT_EQ(out, "a\\x22b\\x5Cc\\x01\\x1F\\x7F\\xC3\\xA9 ~\\x0A");
+  EXPECT_EQ(out.view(), "a\\x22b\\x5Cc\\x01\\x1F\\x7F\\xC3\\xA9 ~\\x0A");
 }
 
 TEST(AccessLogEscape, Json) {
-  std::string out;
+  LineBuffer out;
   append_json_escaped(std::string_view("a\"b\\c\n\r\t\b\f\x01\x1f\x7f\xc3\xa9/", 16), &out);
-  EXPECT_EQ(out, "a\\\"b\\\\c\\n\\r\\t\\b\\f\\u0001\\u001F\x7f\xc3\xa9/");
+  EXPECT_EQ(out.view(), "a\\\"b\\\\c\\n\\r\\t\\b\\f\\u0001\\u001F\x7f\xc3\xa9/");
+}
+
+// The escapes check 8 bytes at a time: every byte value at every position of strings up to
+// 20 bytes, against a byte-by-byte reference.
+TEST(AccessLogEscape, EveryByteAtEveryPosition) {
+  auto reference = [](std::string_view v, bool json) {
+    std::string out;
+    for (unsigned char c : v) {
+      bool quote = c == '"' || c == '\\';
+      if (!json && (c < 0x20 || c >= 0x7f || quote)) {
+        char buf[8];
+        snprintf(buf, sizeof(buf), "\\x%02X", c);
+        out += buf;
+      } else if (json && quote) {
+        out += '\\';
+        out += static_cast<char>(c);
+      } else if (json && c < 0x20) {
+        std::string_view named = c == '\n'   ? "\\n"
+                                 : c == '\r' ? "\\r"
+                                 : c == '\t' ? "\\t"
+                                 : c == '\b' ? "\\b"
+                                 : c == '\f' ? "\\f"
+                                             : "";
+        if (named.empty()) {
+          char buf[8];
+          snprintf(buf, sizeof(buf), "\\u00%02X", c);
+          out += buf;
+        } else {
+          out += named;
+        }
+      } else {
+        out += static_cast<char>(c);
+      }
+    }
+    return out;
+  };
+  for (size_t len = 1; len <= 20; ++len) {
+    for (size_t pos = 0; pos < len; ++pos) {
+      for (int c = 0; c < 256; ++c) {
+        std::string v(len, 'a');
+        v[pos] = static_cast<char>(c);
+        LineBuffer d, j;
+        append_default_escaped(v, &d);
+        append_json_escaped(v, &j);
+        ASSERT_EQ(d.view(), reference(v, false)) << len << " " << pos << " " << c;
+        ASSERT_EQ(j.view(), reference(v, true)) << len << " " << pos << " " << c;
+      }
+    }
+  }
 }
 
 TEST_F(AccessLogRender, EscapesApplyToValuesOnly) {

@@ -57,16 +57,16 @@ class AccessLogWriter : public ::testing::Test {
 
 TEST_F(AccessLogWriter, BuffersUntilFullThenWritesWholeLines) {
   Writer w(config("line $status", 40));  // "line 200\n" is 9 bytes
-  EXPECT_TRUE(w.log(rec(200)));          // the first line: arm the flush timer
-  EXPECT_FALSE(w.log(rec(201)));
-  EXPECT_FALSE(w.log(rec(202)));
-  EXPECT_FALSE(w.log(rec(203)));
+  EXPECT_TRUE(w.log(rec(200), 0));       // the first line: arm the flush timer
+  EXPECT_FALSE(w.log(rec(201), 0));
+  EXPECT_FALSE(w.log(rec(202), 0));
+  EXPECT_FALSE(w.log(rec(203), 0));
   EXPECT_EQ(read_all(path_), "");  // 36 bytes buffered, nothing written
   EXPECT_EQ(w.stats().writes, 0u);
-  EXPECT_FALSE(w.log(rec(204)));  // 45 bytes: written
+  EXPECT_FALSE(w.log(rec(204), 0));  // 45 bytes: written
   EXPECT_EQ(w.stats().writes, 1u);
   EXPECT_EQ(read_all(path_), "line 200\nline 201\nline 202\nline 203\nline 204\n");
-  EXPECT_TRUE(w.log(rec(205)));  // the buffer is empty again: a new timer
+  EXPECT_TRUE(w.log(rec(205), 0));  // the buffer is empty again: a new timer
   w.flush();
   EXPECT_EQ(w.stats().writes, 2u);
   EXPECT_EQ(w.stats().lines, 6u);
@@ -76,15 +76,15 @@ TEST_F(AccessLogWriter, BuffersUntilFullThenWritesWholeLines) {
 
 TEST_F(AccessLogWriter, LinesLongerThanTheBufferGoOutAtOnce) {
   Writer w(config("${status}" + std::string(100, 'x'), 16));
-  EXPECT_FALSE(w.log(rec(200)));
+  EXPECT_FALSE(w.log(rec(200), 0));
   EXPECT_EQ(lines_in(read_all(path_)), 1u);
 }
 
 TEST_F(AccessLogWriter, DestructorFlushes) {
   {
     Writer w(config("$status", 16384));
-    w.log(rec(200));
-    w.log(rec(404));
+    w.log(rec(200), 0);
+    w.log(rec(404), 0);
   }
   EXPECT_EQ(read_all(path_), "200\n404\n");
 }
@@ -92,20 +92,20 @@ TEST_F(AccessLogWriter, DestructorFlushes) {
 TEST_F(AccessLogWriter, AppendsToWhatIsThere) {
   { std::ofstream(path_) << "earlier\n"; }
   Writer w(config("$status", 16384));
-  w.log(rec(200));
+  w.log(rec(200), 0);
   w.flush();
   EXPECT_EQ(read_all(path_), "earlier\n200\n");
 }
 
 TEST_F(AccessLogWriter, ReopenAfterTheFileWasMoved) {
   Writer w(config("$status", 16384));
-  w.log(rec(200));
+  w.log(rec(200), 0);
   w.flush();
-  w.log(rec(201));  // buffered while logrotate moves the file
+  w.log(rec(201), 0);  // buffered while logrotate moves the file
   ASSERT_EQ(rename(path_.c_str(), (path_ + ".1").c_str()), 0);
-  w.log(rec(202));
+  w.log(rec(202), 0);
   w.reopen();
-  w.log(rec(203));
+  w.log(rec(203), 0);
   w.flush();
   EXPECT_EQ(read_all(path_ + ".1"), "200\n201\n202\n");
   EXPECT_EQ(read_all(path_), "203\n");
@@ -115,8 +115,8 @@ TEST_F(AccessLogWriter, TwoWritersOneFileNeverInterleave) {
   Writer a(config("a-$status-aaaaaaaaaaaaaaaa", 64));
   Writer b(config("b-$status-bbbbbbbbbbbbbbbb", 64));
   for (int i = 0; i < 1000; ++i) {
-    a.log(rec(200 + i % 100));
-    b.log(rec(300 + i % 100));
+    a.log(rec(200 + i % 100), 0);
+    b.log(rec(300 + i % 100), 0);
   }
   a.flush();
   b.flush();
@@ -130,6 +130,18 @@ TEST_F(AccessLogWriter, TwoWritersOneFileNeverInterleave) {
   EXPECT_EQ(n, 2000u);
 }
 
+TEST_F(AccessLogWriter, TimesFollowTheLoopsClock) {
+  Writer w(config("$msec", 16384));
+  w.log(rec(200), 5000);  // the wall clock is read: this line's time is now
+  w.log(rec(200), 5250);  // 250 ms of the loop's clock later, not read again
+  w.flush();
+  std::istringstream in(read_all(path_));
+  double first = 0, second = 0;
+  in >> first >> second;
+  EXPECT_NEAR(first, static_cast<double>(time(nullptr)), 5);
+  EXPECT_NEAR(second - first, 0.250, 0.0005);
+}
+
 TEST_F(AccessLogWriter, FullDiskDropsAndCounts) {
   if (access("/dev/full", W_OK) != 0) {
     GTEST_SKIP() << "no writable /dev/full on this machine";
@@ -137,7 +149,7 @@ TEST_F(AccessLogWriter, FullDiskDropsAndCounts) {
   path_ = "/dev/full";
   Writer w(config("line $status", 20));
   for (int i = 0; i < 10; ++i) {
-    w.log(rec(200));  // every third line fills the buffer; its write fails
+    w.log(rec(200), 0);  // every third line fills the buffer; its write fails
   }
   w.flush();
   EXPECT_EQ(w.stats().lines, 0u);
@@ -150,15 +162,15 @@ TEST_F(AccessLogWriter, UnopenableFileDropsAndCounts) {
   path_ = dir_ + "/missing/access.log";
   Writer w(config("$status", 16384));
   EXPECT_FALSE(w.open());
-  w.log(rec(200));
-  w.log(rec(201));
+  w.log(rec(200), 0);
+  w.log(rec(201), 0);
   w.flush();
   EXPECT_EQ(w.stats().lost_lines, 2u);
   // The directory appears (an operator fixed it): a reopen brings the log back.
   ASSERT_EQ(mkdir((dir_ + "/missing").c_str(), 0755), 0);
   w.reopen();
   EXPECT_TRUE(w.open());
-  w.log(rec(202));
+  w.log(rec(202), 0);
   w.flush();
   EXPECT_EQ(read_all(path_), "202\n");
 }
