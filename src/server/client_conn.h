@@ -54,6 +54,8 @@ struct H1Message {
   h1::ChunkedDecoder req_chunked;
   char chunk_hdr[24];
   Exchange exchange;
+  // The head's values the access log prints for the connection's own answers (conn_log.cc).
+  accesslog::Captured log_head;
 };
 
 // Thread: worker
@@ -96,6 +98,8 @@ class ClientConn final : public io::IoHandler, public Downstream {
   void send_end() override;
   Flush flush() override;
   uint64_t head_bytes() const override { return msg_ ? msg_->head.size() : 0; }
+  uint64_t body_bytes() const override { return body_out_; }
+  uint64_t request_bytes() const override { return request_in_; }
   void wake() override { drive(); }
   proxy::TunnelEnd upgrade() override;
 
@@ -145,6 +149,11 @@ class ClientConn final : public io::IoHandler, public Downstream {
   void handle_timeout();
   void close_now();
   Exchange* exchange() { return msg_ ? &msg_->exchange : nullptr; }
+  // The access log's line for an answer of the connection's own (a bad request, the Admin
+  // API's) or a request head that never completed (conn_log.cc).
+  void log_local(int status, uint64_t bytes_sent, uint64_t body_bytes);
+  // Keeps the head's values the access log prints, while msg_->req is valid.
+  void capture_for_log();
   // On a TLS connection with client verification: false (the request is answered 400) when
   // this request needs a verified certificate it lacks (APISIX's verify_https_client).
   bool tls_client_ok();
@@ -155,6 +164,8 @@ class ClientConn final : public io::IoHandler, public Downstream {
   std::unique_ptr<tls::TlsTransport> tls_;
   io::Transport* transport_;  // tls_ or sock_: what the codec reads and writes
   std::string peer_ip_;
+  uint16_t peer_port_ = 0;
+  std::string local_ip_;  // $server_addr, looked up only when the access log prints it
   router::IpAddr peer_addr_;
   // This request's client: the peer, or the address a trusted proxy named (real_ip.h).
   std::string_view client_ip_;
@@ -187,6 +198,12 @@ class ClientConn final : public io::IoHandler, public Downstream {
   bool handshake_timed_ = false;  // TLS: the handshake finished and its deadline was lifted
   bool fresh_ = true;             // no byte of a request has arrived on this connection yet
   bool upgraded_ = false;         // handed to a tunnel after a 101: HTTP is over on this connection
+  // For the access log: bytes of the response body queued and of the request read, the
+  // request's head parsed and its values kept.
+  uint64_t body_out_ = 0;
+  uint64_t request_in_ = 0;
+  bool head_parsed_ = false;
+  bool head_captured_ = false;
 };
 
 // How long a draining worker waits for the first request of a connection it had accepted.

@@ -5,6 +5,7 @@
 #include <memory>
 #include <string>
 
+#include "accesslog/config.h"
 #include "codec/h1/parser.h"
 #include "server/admin_hook.h"
 #include "server/real_ip.h"
@@ -36,6 +37,8 @@ struct Settings {
   bool show_upstream_status = false;
   // Batch socket calls through io_uring where the kernel allows it (io/ring.h).
   bool io_uring = true;
+  // The access log (nginx_config.http.access_log*); null when it is off.
+  std::shared_ptr<const accesslog::Config> access_log;
 };
 
 }  // namespace sluice::server
