@@ -139,6 +139,7 @@ class Reader {
          {"max_connections",
           [this](auto& x, auto& p) { return assign(p, &cfg.max_connections, connection_cap(x)); }},
          {"data_encryption", [this](auto& x, auto& p) { return apisix_data_encryption(x, p); }},
+         {"status", [this](auto& x, auto& p) { return apisix_status(x, p); }},
          {"ssl", [this](auto& x, auto& p) { return apisix_ssl(x, p); }},
          {"proxy_cache", [this](auto& x, auto& p) {
             // proxy-cache's zones and disk TTL, checked here, read by the plugin from
@@ -150,6 +151,16 @@ class Reader {
             cfg.plugin_attr["proxy-cache"] = *section;
             return Status::ok();
           }}});
+  }
+
+  // apisix.status: {ip, port}; its presence turns the status API on.
+  Status apisix_status(const Json& v, const std::string& path) {
+    StatusServer& st = cfg.status;
+    st.enabled = true;
+    return walk(
+        v, path,
+        {{"ip", [&st](auto& x, auto& p) { return assign(p, &st.addr.ip, parse_ip(x)); }},
+         {"port", [&st](auto& x, auto& p) { return assign(p, &st.addr.port, yaml_port(x)); }}});
   }
 
   // apisix.ssl: the HTTPS listener, and the CA bundle upstream and etcd certificates are

@@ -62,6 +62,14 @@ struct PrometheusExport {
   // prometheus plugin reads it.
 };
 
+// apisix.status: the status API's listener (/status, /status/ready), for load balancers and
+// Kubernetes probes. Off unless the section is there, as in APISIX.
+// Thread: any (value type)
+struct StatusServer {
+  bool enabled = false;
+  ListenAddr addr{"127.0.0.1", 7085};
+};
+
 // deployment.etcd.tls: how Sluice talks TLS to etcd (hosts given as https://).
 // Thread: any (value type)
 struct EtcdTls {
@@ -177,6 +185,7 @@ struct GatewayConfig {
   bool plugins_listed = false;
   std::vector<std::string> plugins;
   PrometheusExport prometheus;
+  StatusServer status;
   // plugin_attr as the plugins read it (plugin::Shared::attr): limit-count.local_keys,
   // checked; the plugin's default applies when absent.
   nlohmann::json plugin_attr = nlohmann::json::object();

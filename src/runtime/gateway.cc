@@ -492,6 +492,9 @@ int Gateway::run() {
     }
   }
   st = start_metrics_export();
+  if (st) {
+    st = start_status_server();
+  }
   if (!st) {
     SLUICE_LOG(kEmerg, "{}", st.message());
     return 1;
@@ -508,6 +511,7 @@ int Gateway::run() {
 }
 
 void Gateway::shutdown() {
+  status_server_.reset();  // probes see a refused connection from here on, not a hang
   checker_.reset();
   if (on_etcd()) {
     watcher_.reset();

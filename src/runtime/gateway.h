@@ -26,8 +26,8 @@
 #include "io/event_loop.h"
 #include "plugin/info.h"
 #include "runtime/admin_service.h"
+#include "runtime/local_http.h"
 #include "runtime/memory_trim.h"
-#include "runtime/metrics_export.h"
 #include "runtime/warning_memory.h"
 #include "server/worker.h"
 #include "store/config_index.h"
@@ -64,6 +64,9 @@ class Gateway {
   // Fails when its port is held by another process; other failures are logged only.
   common::Status start_metrics_export();
   std::string render_metrics() const;
+  // gateway_status.cc: apisix.status, the status API for probes (/status, /status/ready).
+  common::Status start_status_server();
+  LocalHttp::Answer status_answer(const http::RequestHead& head) const;
   void register_plugin_apis();
   common::Status check_admin_safety() const;
   common::Status open_store();
@@ -130,6 +133,7 @@ class Gateway {
   std::vector<std::vector<int>> inherited_;
   std::vector<int> listen_fds_;    // every listening socket the workers hold, for hand_over()
   int inherited_metrics_fd_ = -1;  // the export server's socket, when inherited
+  int inherited_status_fd_ = -1;   // the status server's, when inherited
   pid_t successor_pid_ = 0;        // the process SIGUSR2 started, until it exits
   config::GatewayConfig conf_;
   upstream::DnsCache dns_{30};
@@ -147,6 +151,9 @@ class Gateway {
   std::unordered_map<std::string, int64_t> etcd_pending_;
   std::map<std::string, store::Entry> etcd_good_;  // key -> the value serving now
   int64_t etcd_revision_ = 0;
+  // False from an etcd node's start until etcd (or its persisted copy) gave it a configuration:
+  // the empty one it serves meanwhile is not ready (/status/ready).
+  bool etcd_loaded_ = true;
   bool etcd_persist_due_ = false;
   int64_t etcd_persisted_ms_ = 0;
   std::unique_ptr<admin::Api> api_;
@@ -155,7 +162,8 @@ class Gateway {
   std::shared_ptr<tls::ServerContext> https_tls_, admin_tls_;
   std::vector<std::unique_ptr<server::Worker>> workers_;
   // The prometheus plugin's cells, one per worker (read by the export server).
-  std::unique_ptr<MetricsExport> metrics_export_;
+  std::unique_ptr<LocalHttp> metrics_export_;
+  std::unique_ptr<LocalHttp> status_server_;  // apisix.status; null when not configured
   MemoryTrimmer trimmer_;         // returns what a burst freed (glibc keeps it in worker arenas)
   plugin::Shared plugin_shared_;  // plugin state that outlives snapshots
   health::Registry health_;       // upstream health that outlives snapshots

@@ -48,6 +48,7 @@ common::Status Gateway::open_etcd() {
   watcher_ = std::make_unique<etcd::Watcher>(*opts, prefix,
                                              [this] { ctl_.post([this] { on_etcd_events(); }); });
   watcher_->start();
+  etcd_loaded_ = false;
   if (watcher_->wait_synced(std::min(kFirstSyncWaitMs, opts->timeout_ms))) {
     on_etcd_events();
     return common::Status::ok();
@@ -158,6 +159,7 @@ common::Status Gateway::check_etcd_value(const store::Change& c) const {
 }
 
 void Gateway::resync_etcd(std::vector<store::Entry> entries, int64_t revision, const char* source) {
+  etcd_loaded_ = true;
   std::sort(entries.begin(), entries.end(), [](const store::Entry& a, const store::Entry& b) {
     return a.create_revision != b.create_revision ? a.create_revision < b.create_revision
                                                   : a.key < b.key;

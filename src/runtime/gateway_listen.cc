@@ -60,6 +60,26 @@ std::string host_port(const config::ListenAddr& a) {
   return v6 ? fmt::format("[{}]:{}", a.ip, a.port) : fmt::format("{}:{}", a.ip, a.port);
 }
 
+// A control-thread listener (the prometheus export server, the status API): its socket from
+// the previous process at a binary upgrade, else a check that no other process holds its port.
+common::Status take_local_listener(bool enabled, const config::ListenAddr& at, const char* what,
+                                   int* inherited_fd) {
+  io::SockAddr addr;
+  if (!enabled || !io::make_sockaddr(at.ip, at.port, &addr)) {
+    return common::Status::ok();  // a bad address is the server's own error when it binds
+  }
+  std::vector<int> fds = take_inherited_listeners(addr);
+  for (size_t i = 1; i < fds.size(); ++i) {
+    ::close(fds[i]);
+  }
+  if (!fds.empty()) {
+    *inherited_fd = fds[0];
+  } else if (common::Status st = io::ensure_port_free(addr); !st) {
+    return common::Status::error(fmt::format("{}: {}", what, st.message()));
+  }
+  return common::Status::ok();
+}
+
 }  // namespace
 
 std::string Gateway::provider_description() const {
@@ -93,6 +113,9 @@ void Gateway::announce_ready() const {
   if (metrics_export_) {
     log_startup(fmt::format("listening on {} (prometheus)", host_port(conf_.prometheus.addr)));
   }
+  if (status_server_) {
+    log_startup(fmt::format("listening on {} (status)", host_port(conf_.status.addr)));
+  }
   size_t n = current_ ? current_->routes.size() : 0;
   log_startup(fmt::format("config provider: {}, {} route{} loaded", provider_description(), n,
                           n == 1 ? "" : "s"));
@@ -119,19 +142,16 @@ common::Status Gateway::prepare_listeners() {
     }
   }
   const config::PrometheusExport& pe = conf_.prometheus;
-  io::SockAddr prom;
-  if (pe.enabled && config::find_plugin("prometheus") != nullptr &&
-      io::make_sockaddr(pe.addr.ip, pe.addr.port, &prom)) {
-    std::vector<int> fds = take_inherited_listeners(prom);
-    for (size_t i = 1; i < fds.size(); ++i) {
-      ::close(fds[i]);
-    }
-    if (!fds.empty()) {
-      inherited_metrics_fd_ = fds[0];
-    } else if (common::Status st = io::ensure_port_free(prom); !st) {
-      return common::Status::error(
-          fmt::format("plugin_attr.prometheus.export_addr: {}", st.message()));
-    }
+  if (common::Status st =
+          take_local_listener(pe.enabled && config::find_plugin("prometheus") != nullptr, pe.addr,
+                              "plugin_attr.prometheus.export_addr", &inherited_metrics_fd_);
+      !st) {
+    return st;
+  }
+  if (common::Status st = take_local_listener(conf_.status.enabled, conf_.status.addr,
+                                              "apisix.status", &inherited_status_fd_);
+      !st) {
+    return st;
   }
   if (size_t n = close_untaken_inherited(); n > 0) {
     SLUICE_LOG(kWarn,
@@ -186,8 +206,10 @@ void Gateway::hand_over() {
     return;
   }
   std::vector<int> fds = listen_fds_;
-  if (metrics_export_ && metrics_export_->fd() >= 0) {
-    fds.push_back(metrics_export_->fd());
+  for (const auto* local : {metrics_export_.get(), status_server_.get()}) {
+    if (local != nullptr && local->fd() >= 0) {
+      fds.push_back(local->fd());
+    }
   }
   // The store's lock goes along: the successor opens the same database while this process
   // drains, and keeps the lock when this one exits.

@@ -168,8 +168,16 @@ common::Status Gateway::start_metrics_export() {
   if (!pe.enabled || config::find_plugin("prometheus") == nullptr) {
     return common::Status::ok();
   }
-  metrics_export_ =
-      std::make_unique<MetricsExport>(ctl_, pe.uri, [this] { return render_metrics(); });
+  metrics_export_ = std::make_unique<LocalHttp>(
+      ctl_, "prometheus export server", [this, uri = pe.uri](const http::RequestHead& head) {
+        if (head.path != uri) {
+          return LocalHttp::Answer{404, "text/plain", "not found\n"};
+        }
+        if (head.method != http::Method::kGet && head.method != http::Method::kHead) {
+          return LocalHttp::Answer{405, "text/plain", "method not allowed\n"};
+        }
+        return LocalHttp::Answer{200, "text/plain; version=0.0.4; charset=utf-8", render_metrics()};
+      });
   if (inherited_metrics_fd_ >= 0) {
     metrics_export_->adopt(std::exchange(inherited_metrics_fd_, -1));
   } else if (common::Status st = metrics_export_->listen(pe.addr.ip, pe.addr.port); !st) {

@@ -80,6 +80,7 @@ void Worker::set_snapshot(snapshot::SnapshotPtr snap) {
   balancers_.clear();
   balancers_.resize(snapshot_ ? snapshot_->upstreams.size() : 0);
   ++balancer_generation_;
+  applied_version_.store(snapshot_ ? snapshot_->version : 0, std::memory_order_release);
 }
 
 void Worker::drain(uint32_t deadline_ms) {

@@ -3,6 +3,7 @@
 // balancers and the snapshot it currently serves. Shared-nothing: the control thread
 // talks to it only through EventLoop::post.
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -51,6 +52,9 @@ class Worker final : public plugin::Host {
   void publish(snapshot::SnapshotPtr snap);
   // Thread: worker (or before run()). The same, at once.
   void set_snapshot(snapshot::SnapshotPtr snap);
+  // Thread: any. The version of the snapshot this worker serves new requests with; 0 before
+  // its first (the status API's readiness).
+  uint64_t applied_version() const { return applied_version_.load(std::memory_order_acquire); }
   // Thread: any. Stop accepting; finish in-flight requests; exit the loop when idle, or after
   // `deadline_ms` closing whatever is left.
   void drain(uint32_t deadline_ms);
@@ -135,6 +139,7 @@ class Worker final : public plugin::Host {
   ClientConn* idle_tail_ = nullptr;
   io::EventLoop loop_;
   snapshot::SnapshotPtr snapshot_;
+  std::atomic<uint64_t> applied_version_{0};
   // By Upstream::index of snapshot_, made on first use; stray_ by BalancerType, for requests
   // still on an older snapshot.
   std::vector<std::unique_ptr<upstream::Balancer>> balancers_;

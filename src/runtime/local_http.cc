@@ -1,4 +1,4 @@
-#include "runtime/metrics_export.h"
+#include "runtime/local_http.h"
 
 #include <fcntl.h>
 #include <fmt/format.h>
@@ -21,13 +21,29 @@ namespace {
 constexpr size_t kMaxRequest = 16384;
 constexpr uint32_t kIdleMs = 10000;
 
+// The phrases of the statuses these endpoints answer with.
+std::string_view reason(int status) {
+  switch (status) {
+    case 200:
+      return "OK";
+    case 404:
+      return "Not Found";
+    case 405:
+      return "Method Not Allowed";
+    case 503:
+      return "Service Unavailable";
+    default:
+      return status < 500 ? "Bad Request" : "Internal Server Error";
+  }
+}
+
 }  // namespace
 
-// One scrape connection: read one request head, write one answer, close.
+// One connection: read one request head, write one answer, close.
 // Thread: control
-class MetricsExport::Conn final : public io::IoHandler {
+class LocalHttp::Conn final : public io::IoHandler {
  public:
-  Conn(MetricsExport& owner, int fd) : owner_(owner), transport_(owner.loop_, this, fd) {
+  Conn(LocalHttp& owner, int fd) : owner_(owner), transport_(owner.loop_, this, fd) {
     in_.reserve_total(4096);
     owner_.loop_.arm(timer_, kIdleMs);
   }
@@ -66,14 +82,10 @@ class MetricsExport::Conn final : public io::IoHandler {
     }
     if (p.status != h1::ParseStatus::kComplete) {
       answer(400, "text/plain", "bad request\n");
-    } else if (head.path != owner_.uri_) {
-      answer(404, "text/plain", "not found\n");
-    } else if (head.method != http::Method::kGet && head.method != http::Method::kHead) {
-      answer(405, "text/plain", "method not allowed\n");
     } else {
-      std::string body = owner_.render_();
-      answer(200, "text/plain; version=0.0.4; charset=utf-8",
-             head.method == http::Method::kHead ? std::string_view() : body, body.size());
+      LocalHttp::Answer a = owner_.handler_(head);
+      answer(a.status, a.type, head.method == http::Method::kHead ? std::string_view() : a.body,
+             a.body.size());
     }
     transport_.cancel_read();  // nothing more is read; the buffer is done with
     out_.add(answer_);
@@ -81,10 +93,9 @@ class MetricsExport::Conn final : public io::IoHandler {
   }
 
   void answer(int status, std::string_view type, std::string_view body, size_t length = SIZE_MAX) {
-    const char* reason = status == 200 ? "OK" : status == 404 ? "Not Found" : "Bad Request";
     answer_ = fmt::format(
         "HTTP/1.1 {} {}\r\nContent-Type: {}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
-        status, reason, type, length == SIZE_MAX ? body.size() : length);
+        status, reason(status), type, length == SIZE_MAX ? body.size() : length);
     answer_.append(body);
   }
 
@@ -104,7 +115,7 @@ class MetricsExport::Conn final : public io::IoHandler {
     owner_.close(this);
   }
 
-  MetricsExport& owner_;
+  LocalHttp& owner_;
   io::SocketTransport transport_;
   io::Timer timer_{&Conn::on_timeout, this};
   io::Buffer in_;
@@ -112,11 +123,10 @@ class MetricsExport::Conn final : public io::IoHandler {
   io::Outbox out_;
 };
 
-MetricsExport::MetricsExport(io::EventLoop& loop, std::string uri,
-                             std::function<std::string()> render)
-    : loop_(loop), uri_(std::move(uri)), render_(std::move(render)) {}
+LocalHttp::LocalHttp(io::EventLoop& loop, std::string what, Handler handler)
+    : loop_(loop), what_(std::move(what)), handler_(std::move(handler)) {}
 
-MetricsExport::~MetricsExport() {
+LocalHttp::~LocalHttp() {
   for (auto& [raw, conn] : conns_) {
     loop_.remove(raw->fd());
   }
@@ -127,10 +137,10 @@ MetricsExport::~MetricsExport() {
   }
 }
 
-common::Status MetricsExport::listen(const std::string& ip, uint16_t port) {
+common::Status LocalHttp::listen(const std::string& ip, uint16_t port) {
   io::SockAddr addr;
   if (!io::make_sockaddr(ip, port, &addr)) {
-    return common::Status::error(fmt::format("bad export_addr {}:{}", ip, port));
+    return common::Status::error(fmt::format("{}: bad address {}:{}", what_, ip, port));
   }
   int fd = ::socket(addr.storage.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
   int one = 1;
@@ -140,22 +150,21 @@ common::Status MetricsExport::listen(const std::string& ip, uint16_t port) {
     if (fd >= 0) {
       ::close(fd);
     }
-    return common::Status::error(
-        fmt::format("prometheus export server on {}:{}: {}", ip, port, strerror(err)));
+    return common::Status::error(fmt::format("{} on {}:{}: {}", what_, ip, port, strerror(err)));
   }
   fd_ = fd;
   loop_.add(fd_, this, EPOLLIN | EPOLLET);
   return common::Status::ok();
 }
 
-void MetricsExport::adopt(int fd) {
+void LocalHttp::adopt(int fd) {
   fd_ = fd;
   loop_.add(fd_, this, EPOLLIN | EPOLLET);
 }
 
-void MetricsExport::on_io(uint32_t) { accept_all(); }
+void LocalHttp::on_io(uint32_t) { accept_all(); }
 
-void MetricsExport::accept_all() {
+void LocalHttp::accept_all() {
   while (true) {
     int c = ::accept4(fd_, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
     if (c < 0) {
@@ -171,7 +180,7 @@ void MetricsExport::accept_all() {
   }
 }
 
-void MetricsExport::close(Conn* c) {
+void LocalHttp::close(Conn* c) {
   auto it = conns_.find(c);
   if (it == conns_.end()) {
     return;
