@@ -6,6 +6,7 @@ or UDP (one message per line)."""
 import json
 import re
 import socket
+import ssl
 import threading
 import time
 
@@ -15,9 +16,14 @@ from harness import free_port
 class _Server:
     """A listening socket served by a thread; stop() closes everything it opened."""
 
-    def __init__(self, udp=False):
-        self.port = free_port()
+    def __init__(self, udp=False, port=None, tls=None):
+        """tls: (certfile, keyfile) to serve TLS; port: a given one (a sink coming back)."""
+        self.port = port or free_port()
         self.udp = udp
+        self.tls = None
+        if tls:
+            self.tls = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+            self.tls.load_cert_chain(*tls)
         self.sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM if udp else socket.SOCK_STREAM)
         self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         self.sock.bind(("127.0.0.1", self.port))
@@ -26,6 +32,7 @@ class _Server:
         self.sock.settimeout(0.2)
         self.lock = threading.Lock()
         self.stopping = False
+        self.tls_failures = 0
         self.conns = []
         self.threads = []
         t = threading.Thread(target=self._loop, daemon=True)
@@ -46,6 +53,14 @@ class _Server:
                 conn, _ = self.sock.accept()
             except (socket.timeout, OSError):
                 continue
+            if self.tls:
+                conn.settimeout(5)
+                try:
+                    conn = self.tls.wrap_socket(conn, server_side=True)
+                except (ssl.SSLError, OSError):
+                    conn.close()
+                    self.tls_failures += 1
+                    continue
             conn.settimeout(0.2)
             with self.lock:
                 self.conns.append(conn)
@@ -83,12 +98,12 @@ class HttpSink(_Server):
     statuses the next requests get (200 once it is empty); `hang` makes it read requests and
     never answer."""
 
-    def __init__(self, statuses=(), hang=False):
+    def __init__(self, statuses=(), hang=False, **kw):
         self.posts = []
         self.statuses = list(statuses)
         self.hang = hang
         self.accepted = 0
-        super().__init__()
+        super().__init__(**kw)
 
     def _serve(self, conn):
         with self.lock:
@@ -98,7 +113,7 @@ class HttpSink(_Server):
         while not self.stopping:
             try:
                 chunk = conn.recv(65536)
-            except socket.timeout:
+            except (socket.timeout, ssl.SSLWantReadError):
                 continue
             except OSError:
                 return
@@ -145,16 +160,16 @@ class HttpSink(_Server):
 class TcpSink(_Server):
     """One payload per connection, recorded when the peer closes it."""
 
-    def __init__(self):
+    def __init__(self, **kw):
         self.payloads = []
-        super().__init__()
+        super().__init__(**kw)
 
     def _serve(self, conn):
         buf = b""
         while not self.stopping:
             try:
                 chunk = conn.recv(65536)
-            except socket.timeout:
+            except (socket.timeout, ssl.SSLWantReadError):
                 continue
             except OSError:
                 break
@@ -187,17 +202,16 @@ class SyslogReceiver(_Server):
     """rsyslog-style: TCP messages are newline-framed (non-transparent framing), each UDP
     datagram is a message. `messages` holds each line."""
 
-    def __init__(self, udp=False):
+    def __init__(self, udp=False, **kw):
         self.messages = []
-        self._partial = {}
-        super().__init__(udp=udp)
+        super().__init__(udp=udp, **kw)
 
     def _serve(self, conn):
         buf = b""
         while not self.stopping:
             try:
                 chunk = conn.recv(65536)
-            except socket.timeout:
+            except (socket.timeout, ssl.SSLWantReadError):
                 continue
             except OSError:
                 return
