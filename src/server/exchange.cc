@@ -297,15 +297,24 @@ void Exchange::reply(int status, std::string_view body, bool close) {
   io::TimerQueue::cancel(timer_);  // a slow client is the connection's send timeout
 }
 
-Exchange::Step Exchange::write_reply() {
+bool Exchange::flushed(Step* step) {
   switch (down_->flush()) {
     case Downstream::Flush::kWait:
-      return Step::kWait;
+      *step = Step::kWait;
+      return false;
     case Downstream::Flush::kClosed:
       close_early();
-      return Step::kClose;
+      *step = Step::kClose;
+      return false;
     case Downstream::Flush::kDone:
       break;
+  }
+  return true;
+}
+
+Exchange::Step Exchange::write_reply() {
+  if (Step step; !flushed(&step)) {
+    return step;
   }
   log_request();
   if (st_.plugins) {

@@ -186,6 +186,9 @@ class Exchange final : public proxy::UpstreamOwner {
   void end_try(bool reusable);
   // Ends the exchange early (log phase, the try's connection closed); the connection closes.
   void close_early();
+  // Whether everything queued for the client has reached its socket. If not, `*step` is what
+  // to return meanwhile: kWait, or kClose once the client is gone (close_early has run).
+  bool flushed(Step* step);
   void arm(uint32_t ms);
   static void on_timer(void* self);
   void handle_timeout();

@@ -157,15 +157,11 @@ bool Exchange::send_piece(std::string_view data) {
 Exchange::Step Exchange::stream_response() {
   while (true) {
     if (st_.piece) {
-      switch (down_->flush()) {
-        case Downstream::Flush::kWait:
+      if (Step step; !flushed(&step)) {
+        if (step == Step::kWait) {
           io::TimerQueue::cancel(timer_);  // a slow client is the connection's send timeout
-          return Step::kWait;
-        case Downstream::Flush::kClosed:
-          close_early();
-          return Step::kClose;
-        case Downstream::Flush::kDone:
-          break;
+        }
+        return step;
       }
       up_->consume();
       st_.piece = false;
@@ -261,14 +257,8 @@ void Exchange::source_reply() {
 Exchange::Step Exchange::stream_source() {
   while (true) {
     if (st_.piece) {
-      switch (down_->flush()) {
-        case Downstream::Flush::kWait:
-          return Step::kWait;
-        case Downstream::Flush::kClosed:
-          close_early();
-          return Step::kClose;
-        case Downstream::Flush::kDone:
-          break;
+      if (Step step; !flushed(&step)) {
+        return step;
       }
       st_.piece = false;
       if (st_.end_sent) {

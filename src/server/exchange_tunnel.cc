@@ -27,15 +27,11 @@ bool Exchange::wants_upgrade(const http::RequestHead& req,
 
 // Phase kUpgrade: the 101 goes to the client whole, then the tunnel begins.
 Exchange::Step Exchange::write_upgrade() {
-  switch (down_->flush()) {
-    case Downstream::Flush::kWait:
+  if (Step step; !flushed(&step)) {
+    if (step == Step::kWait) {
       io::TimerQueue::cancel(timer_);  // a slow client is the connection's send timeout
-      return Step::kWait;
-    case Downstream::Flush::kClosed:
-      close_early();
-      return Step::kClose;
-    case Downstream::Flush::kDone:
-      break;
+    }
+    return step;
   }
   proxy::TunnelEnd client = down_->upgrade();
   if (client.stream == nullptr) {

@@ -17,35 +17,11 @@ import pytest
 
 from benchkit import load, procs, sla
 from benchkit.procs import Process, free_port
+from kit_run import KIT_ENV, SLUICE, processes_mentioning, sluice_bench
 
 # These runs measure latency and capacity: they run alone, after the parallel part of the
 # suite (Makefile: `-m serial`), so other tests' load does not move their figures.
 pytestmark = pytest.mark.serial
-
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-SLUICE = os.environ.get("SLUICE_BIN", os.path.join(REPO, "build", "sluice"))
-KIT_ENV = dict(os.environ, SLUICE_BENCH_KIT=os.path.join(REPO, "tools", "bench",
-                                                         "sluice_bench.py"))
-
-
-def bench(*args, timeout=180):
-    return subprocess.run([SLUICE, "bench", *args], capture_output=True, text=True,
-                          timeout=timeout, env=KIT_ENV)
-
-
-def processes_mentioning(text):
-    """PIDs of live processes whose command line contains text."""
-    out = []
-    for pid in os.listdir("/proc"):
-        if not pid.isdigit():
-            continue
-        try:
-            with open("/proc/%s/cmdline" % pid, "rb") as f:
-                if text.encode() in f.read():
-                    out.append(int(pid))
-        except OSError:
-            pass
-    return out
 
 
 @pytest.fixture
@@ -75,7 +51,7 @@ def test_full_kit_run_with_every_peer_type(tmp_path, peer_sluice):
     if not shutil.which("haproxy") or not shutil.which("wrk"):
         pytest.fail("haproxy and wrk are installed by scripts/setup; run it")
     out = tmp_path / "out"
-    r = bench("--out", str(out), "--duration", "1", "--runs", "2", "--warmup", "0.2",
+    r = sluice_bench("--out", str(out), "--duration", "1", "--runs", "2", "--warmup", "0.2",
               "--no-sla", "--keep",
               "--peer", "other=%s" % peer_sluice["url"],
               "--peer-admin", "other=%s,peerkey123" % peer_sluice["admin"],
@@ -155,7 +131,7 @@ def test_full_kit_run_with_every_peer_type(tmp_path, peer_sluice):
 
 def test_builtin_generator_and_upstream_with_the_sla_search(tmp_path):
     out = tmp_path / "out"
-    r = bench("--out", str(out), "--targets", "sluice,direct", "--scenarios", "2",
+    r = sluice_bench("--out", str(out), "--targets", "sluice,direct", "--scenarios", "2",
               "--load", "builtin", "--upstream", "builtin", "--duration", "1", "--runs", "1",
               "--warmup", "0", "--sla-step-duration", "0.5", "--sla-step", "0.25")
     assert r.returncode == 0, r.stderr[-3000:]
@@ -218,13 +194,13 @@ def test_sla_search_finds_the_capacity_of_a_synthetic_server(tmp_path):
     (["--fixed-load-fraction", "nan"], "--fixed-load-fraction"),
 ])
 def test_bad_options_are_refused(args, message):
-    r = bench(*args, timeout=30)
+    r = sluice_bench(*args, timeout=30)
     assert r.returncode == 2
     assert message in r.stderr
 
 
 def test_compare_refuses_a_missing_file(tmp_path):
-    r = bench("compare", str(tmp_path / "nope.json"), str(tmp_path / "nope2.json"),
+    r = sluice_bench("compare", str(tmp_path / "nope.json"), str(tmp_path / "nope2.json"),
               "--out", str(tmp_path / "c"), timeout=30)
     assert r.returncode == 2
     assert "nope.json" in r.stderr
@@ -260,7 +236,7 @@ def test_compare_through_the_sluice_command(tmp_path, results_pair):
     a.write_text(json.dumps(results_pair[0]))
     b.write_text(json.dumps(results_pair[1]))
     out = tmp_path / "cmp"
-    r = bench("compare", str(a), str(b), "--out", str(out), timeout=30)
+    r = sluice_bench("compare", str(a), str(b), "--out", str(out), timeout=30)
     assert r.returncode == 0, r.stderr
     report = (out / "report.md").read_text()
     for res in results_pair:
