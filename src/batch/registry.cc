@@ -26,11 +26,28 @@ struct Handle::Runner {
   bool wake = false, retired = false, stopping = false;  // under mu
   std::atomic<bool> finished{false};
   uint64_t last_error_ms = 0;
+  uint64_t drops_logged = 0, last_drop_log_ms = 0;
 
   void run();
   void send(Batch&& b, bool last_try);
   void log_failure(const std::string& err, size_t n);
+  void log_drops();
 };
+
+// Workers drop silently (a log line is a write): the sender reports them, once a second.
+void Handle::Runner::log_drops() {
+  const uint64_t dropped = p.counters().dropped_full.load(std::memory_order_relaxed);
+  const uint64_t now = now_ms();
+  if (dropped == drops_logged || now - last_drop_log_ms < 1000) {
+    return;
+  }
+  SLUICE_LOG(kError,
+             "Batch Processor[{}]: max pending entries limit exceeded, {} entries discarded "
+             "(max_pending_entries: {})",
+             p.settings().name, dropped - drops_logged, p.settings().max_pending);
+  drops_logged = dropped;
+  last_drop_log_ms = now;
+}
 
 void Handle::Runner::log_failure(const std::string& err, size_t n) {
   const uint64_t now = now_ms();
@@ -72,6 +89,7 @@ void Handle::Runner::run() {
         send(std::move(b), true);
       }
     }
+    log_drops();
     lock.lock();
     if ((retired || stopping) && p.pending() == 0) {
       break;

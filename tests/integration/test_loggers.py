@@ -179,7 +179,7 @@ def test_hanging_sink_never_slows_requests_and_drops_are_counted(gw, upstream, s
     r = gw.admin("PUT", "/plugin_metadata/http-logger", {"max_pending_entries": 5})
     assert r.status in (200, 201), r
     put_route(gw, upstream, {"uri": "http://127.0.0.1:%d/log" % sink.port, "batch_max_size": 1,
-                             "timeout": 30, "name": "hang"})
+                             "timeout": 1, "name": "hang"})
     from harness import Client
     worst = 0.0
     with Client(gw.port) as c:  # one worker: one processor takes them all
@@ -195,6 +195,9 @@ def test_hanging_sink_never_slows_requests_and_drops_are_counted(gw, upstream, s
     assert pending is not None and pending <= 5, text
     assert dropped is not None and dropped >= 195 - 5, text
     assert "# TYPE apisix_batch_process_entries gauge" in text
+    # The sender reports the drops (a worker writes no log line), once its stuck send times out.
+    assert wait_for(lambda: "Batch Processor[hang]: max pending entries limit exceeded"
+                    in gw.log_text(), timeout=5)
 
 
 def test_log_format_from_plugin_metadata_doc_example(gw, upstream, sinks):

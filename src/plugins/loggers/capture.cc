@@ -80,10 +80,12 @@ std::string dump(const plugin::Json& j) {
   return j.dump(-1, ' ', false, plugin::Json::error_handler_t::replace);
 }
 
-std::string var(const plugin::Context& ctx, std::string_view name) {
+// The request's host as `vars` reads it (Host without its port, lower-case).
+std::string host_of(const plugin::Context& ctx) {
+  static const router::Var kHost = router::Var::parse("host");
   router::VarScratch scratch;
   std::string_view v;
-  router::Var::parse(name).get(ctx.match, &scratch, &v);
+  kHost.get(ctx.match, &scratch, &v);
   return std::string(v);
 }
 
@@ -129,7 +131,7 @@ void request_members(const plugin::Context& ctx, std::string* out) {
   if (req == nullptr) {
     return;
   }
-  const std::string host = var(ctx, "host");
+  const std::string host = host_of(ctx);
   std::string url = fmt::format("{}://{}:{}{}", ctx.match.tls != nullptr ? "https" : "http", host,
                                 ctx.match.server_port, req->target);
   out->append("\"url\":");
@@ -216,7 +218,7 @@ void render_full(const FullInput& f, std::string* out) {
     out->append(",\"route_id\":");
     append_json_string(out, c.route_id);
   } else {
-    append_json_string(out, var(c, "host"));
+    append_json_string(out, host_of(c));
     if (f.no_matched_route_id) {
       out->append(",\"route_id\":\"no-matched\"");
     }
