@@ -294,3 +294,35 @@ def test_plugins_list_and_schemas(gw):
     assert r.status == 400 and 'unknown variable "$nope"' in r.json["error_msg"], r
     r = gw.admin("PUT", "/plugin_metadata/http-logger", {"max_pending_entries": 0})
     assert r.status == 400 and "expected 0 to be at least 1" in r.json["error_msg"], r
+
+
+def test_service_consumer_and_global_rule(gw, upstream, sinks):
+    sink, global_sink = sinks(), sinks()
+    assert gw.admin("PUT", "/consumers", {"username": "jack",
+                                          "plugins": {"key-auth": {"key": "k-jack"}}}).status \
+        in (200, 201)
+    assert gw.admin("PUT", "/services/s1", {"upstream": {"nodes": {upstream.addr: 1}}}).status \
+        in (200, 201)
+    r = gw.admin("PUT", "/routes/1", {"uri": "/hello", "service_id": "s1", "plugins": {
+        "key-auth": {},
+        "http-logger": {"uri": "http://127.0.0.1:%d/log" % sink.port, "batch_max_size": 1}}})
+    assert r.status in (200, 201), r
+    r = gw.admin("PUT", "/global_rules/g1", {"plugins": {"http-logger": {
+        "uri": "http://127.0.0.1:%d/log" % global_sink.port, "batch_max_size": 1,
+        "name": "global"}}})
+    assert r.status in (200, 201), r
+    assert get(gw.port, "/hello", headers=[("apikey", "k-jack")]).status == 200
+    assert get(gw.port, "/nope").status == 404
+    assert wait_for(lambda: len(sink.posts) == 1 and len(global_sink.posts) == 2)
+    e = json.loads(sink.posts[0]["body"])
+    assert e["consumer"] == {"username": "jack"}
+    assert e["service_id"] == "s1" and e["route_id"] == "1"
+    unmatched = [json.loads(b) for b in global_sink.bodies()
+                 if json.loads(b)["response"]["status"] == 404]
+    assert len(unmatched) == 1
+    # No route: log-util gives the host as service_id; http-logger writes "no-matched".
+    assert unmatched[0]["route_id"] == "no-matched"
+    assert unmatched[0]["service_id"] == "127.0.0.1"
+    assert "upstream" not in unmatched[0]
+    text = scrape(gw).body.decode()
+    assert sample_value(text, 'sluice_batch_process_pending{name="global",route_id=""}') == 0

@@ -218,7 +218,7 @@ void render_full(const FullInput& f, std::string* out) {
     out->append(",\"route_id\":");
     append_json_string(out, c.route_id);
   } else {
-    append_json_string(out, host_of(c));
+    append_json_string(out, f.host);
     if (f.no_matched_route_id) {
       out->append(",\"route_id\":\"no-matched\"");
     }

@@ -43,6 +43,7 @@ void response_headers(const plugin::Context& ctx, std::string* out);
 struct FullInput {
   LogInput in;
   std::string_view request;  // request_members()
+  std::string_view host;     // the request's host (the service_id when no route matched)
   std::optional<std::string_view> resp_headers, req_body, resp_body;
   std::string_view version;
   bool no_matched_route_id = false;  // http-logger: route_id "no-matched" when none

@@ -156,7 +156,7 @@ uint32_t Logger::phases() const {
 
 void Logger::head(Context& ctx) const {
   std::string text;
-  if (conf_->kind == Kind::kSyslog) {
+  if (conf_->kind == Kind::kSyslog || format_.empty()) {  // syslog's HOSTNAME; service_id
     static const router::Var kHost = router::Var::parse("host");
     router::VarScratch scratch;
     std::string_view host;
@@ -226,11 +226,13 @@ std::string Logger::entry(const Context& ctx, uint64_t now_ns, int64_t wall_ms) 
     }
     out.push_back('}');
   } else {
-    std::string request, resp_headers, resp_body, flag;
+    std::string request, resp_headers, resp_body, flag, host;
     find(ctx, this, Part::kRequest, &request);
+    find(ctx, this, Part::kHost, &host);
     FullInput f;
     f.in = in;
     f.request = request;
+    f.host = host;
     f.version = SLUICE_VERSION;
     f.no_matched_route_id = conf_->kind == Kind::kHttp;
     if (find(ctx, this, Part::kRespHeaders, &resp_headers)) {
