@@ -53,6 +53,7 @@ void Context::reset() {
   pending = nullptr;
   scratch.clear();
   stash.clear();
+  log_capture.clear();
   breaker_key = 0;
   entry = 0;
   marks_[0] = marks_[1] = 0;

@@ -232,6 +232,9 @@ struct Context {
   // api-breaker's state key for this request (host + uri, read while the request head is
   // there), for its header_filter, which no longer has the head. 0: not taken.
   uint64_t breaker_key = 0;
+  // What the logger plugins keep of a request for their log phase, the request head being gone
+  // by then (plugins/loggers/capture.h): records tagged by plugin instance. Capacity kept.
+  std::string log_capture;
 
   // One bit of per-request state for each plugin of the chains, for a hook to tell a later
   // phase's hook what it decided (response-rewrite: "this response is rewritten"). The runner

@@ -14,6 +14,7 @@
 #include "plugins/limit_conn/limit_conn.h"
 #include "plugins/limit_count/limit_count.h"
 #include "plugins/limit_req/limit_req.h"
+#include "plugins/loggers/loggers.h"
 #include "plugins/multi_auth.h"
 #include "plugins/prometheus/prometheus.h"
 #include "plugins/proxy_cache/proxy_cache.h"
@@ -62,6 +63,11 @@ std::span<const plugin::PluginInfo> builtin() {
       response_rewrite::info(),      // 899
       public_api::info(),            // 501
       prometheus::info(),            // 500
+      loggers::http_logger(),        // 410
+      loggers::tcp_logger(),         // 405
+      loggers::syslog(),             // 401
+      loggers::udp_logger(),         // 400
+      loggers::file_logger(),        // 399
   };
   return kBuiltin;
 }

@@ -7,6 +7,7 @@
 #include <ctime>
 
 #include "common/log.h"
+#include "plugins/loggers/sinks.h"
 #include "runtime/gateway.h"
 
 namespace sluice::runtime {
@@ -37,6 +38,7 @@ common::Status Gateway::access_log_settings(server::Settings* settings) {
 }
 
 void Gateway::reopen_logs() {
+  plugins::loggers::reopen_files();  // file-logger's files, moved as the access log is
   if (!conf_.access_log.enabled) {
     SLUICE_LOG(kNotice,
                "SIGUSR1: the access log is off and the error log is stderr: nothing to "

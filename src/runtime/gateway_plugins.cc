@@ -17,6 +17,7 @@
 #include "config/plugin_registry.h"
 #include "metrics/exposition.h"
 #include "plugins/builtin.h"
+#include "plugins/loggers/loggers.h"
 #include "plugins/public_api/api_registry.h"
 #include "runtime/gateway.h"
 
@@ -132,6 +133,7 @@ std::string Gateway::render_metrics() const {
       p != nullptr && p->control != nullptr) {
     out = p->control(plugin_shared_);
   }
+  plugins::loggers::render_metrics(plugin_shared_, out);  // the loggers' batch processors
   std::vector<const metrics::ConnStats*> conns;
   for (const auto& w : workers_) {
     conns.push_back(&w->conn_stats());

@@ -440,7 +440,8 @@ def test_plugins_list_names_the_enabled_plugins(admin_gw):
                       "consumer-restriction", "proxy-cache", "proxy-mirror", "proxy-rewrite",
                       "api-breaker", "limit-conn", "limit-count", "limit-req", "brotli", "gzip",
                       "traffic-split", "redirect", "response-rewrite", "public-api",
-                      "prometheus"], r
+                      "prometheus", "http-logger", "tcp-logger", "syslog", "udp-logger",
+                      "file-logger"], r
     assert admin_gw.admin("GET", "/plugins/list", key=None).status == 401
     assert admin_gw.admin("GET", "/plugins/list", key=admin_gw.viewer_key).status == 200
 

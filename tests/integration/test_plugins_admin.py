@@ -15,7 +15,8 @@ BUILTINS = ["real-ip", "request-id", "fault-injection", "cors", "ip-restriction"
             "hmac-auth", "basic-auth", "jwt-auth", "key-auth", "consumer-restriction",
             "proxy-cache", "proxy-mirror", "proxy-rewrite", "api-breaker", "limit-conn",
             "limit-count", "limit-req", "brotli", "gzip", "traffic-split", "redirect",
-            "response-rewrite", "public-api", "prometheus"]
+            "response-rewrite", "public-api", "prometheus", "http-logger", "tcp-logger",
+            "syslog", "udp-logger", "file-logger"]
 LC_ERR = "failed to check the configuration of plugin limit-count err: "
 PROM_ERR = "failed to check the configuration of plugin prometheus err: "
 LC = {"count": 2, "time_window": 60}

@@ -91,6 +91,11 @@ const std::vector<std::pair<std::string, int>> kBuiltins = {
     {"response-rewrite", 899},
     {"public-api", 501},
     {"prometheus", 500},
+    {"http-logger", 410},
+    {"tcp-logger", 405},
+    {"syslog", 401},
+    {"udp-logger", 400},
+    {"file-logger", 399},
 };
 
 const std::vector<std::string> kBuiltinNames = [] {
@@ -442,8 +447,8 @@ TEST(CheckPluginMetadata, NeedsAKnownPluginAndAnObject) {
             R"(invalid configuration: property "count" is required)");
   EXPECT_EQ(check_plugin_metadata("fake-stream", Json(1), kFakes).message(),
             "invalid configuration: wrong type: expected object, got number");
-  EXPECT_EQ(check_plugin_metadata("http-logger", Json::object(), all_plugins()).message(),
-            "unknown plugin [http-logger]");
+  EXPECT_EQ(check_plugin_metadata("kafka-logger", Json::object(), all_plugins()).message(),
+            "unknown plugin [kafka-logger]");
   // The built-in plugins' metadata: any object (neither keeps metadata in Sluice).
   EXPECT_TRUE(check_plugin_metadata("prometheus", Json::object(), all_plugins()));
   EXPECT_TRUE(check_plugin_metadata("limit-count", Json::object(), all_plugins()));

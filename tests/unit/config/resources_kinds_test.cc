@@ -165,8 +165,8 @@ TEST(DecodePluginMetadata, NeedsAKnownPlugin) {
   run_cases(
       "plugin_metadata",
       {
-          {"http-logger", R"({"log_format": {}})", "unknown plugin [http-logger]"},
-          {"", R"({"id": "http-logger"})", "unknown plugin [http-logger]"},
+          {"kafka-logger", R"({"log_format": {}})", "unknown plugin [kafka-logger]"},
+          {"", R"({"id": "kafka-logger"})", "unknown plugin [kafka-logger]"},
           {"", R"({})", "missing plugin name"},
           {"", R"({"id": 1})", "missing plugin name"},
           {"prometheus", R"({})", ""},
