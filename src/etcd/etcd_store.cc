@@ -241,6 +241,54 @@ StatusOr<std::optional<Entry>> EtcdStore::remove(std::string_view key,
   return std::optional<Entry>(std::move(was));
 }
 
+// One Txn with no compare: etcd applies every op at one revision, or none (a Txn over
+// --max-txn-ops, or one naming a key twice, is refused whole).
+Status EtcdStore::apply_batch(const std::vector<store::BatchOp>& ops) {
+  if (ops.empty()) {
+    return Status::ok();
+  }
+  Json success = Json::array();
+  for (const store::BatchOp& op : ops) {
+    if (op.remove) {
+      success.push_back(
+          {{"request_delete_range", {{"key", base64_encode(op.key)}, {"prev_kv", true}}}});
+    } else {
+      success.push_back({{"request_put",
+                          {{"key", base64_encode(op.key)},
+                           {"value", base64_encode(op.value)},
+                           {"prev_kv", true}}}});
+    }
+  }
+  auto r = client_.call("/v3/kv/txn", Json{{"success", std::move(success)}});
+  if (!r) {
+    return r.status();
+  }
+  Header h = decode_header(*r);
+  saw(h);
+  Json responses = field(*r, "responses");
+  for (size_t i = 0; i < ops.size(); ++i) {
+    const Json one = responses.is_array() && i < responses.size() ? responses[i] : Json();
+    KeyValue before;
+    if (ops[i].remove) {
+      Json prevs = field(field(one, "response_delete_range"), "prev_kvs");
+      if (prevs.is_array() && !prevs.empty() && decode_kv(prevs[0], &before)) {
+        Entry gone = to_entry(std::move(before));
+        gone.value.clear();
+        gone.mod_revision = h.revision;
+        changes_.push_back(Change{true, std::move(gone)});
+      }
+      continue;
+    }
+    Json prev = field(field(one, "response_put"), "prev_kv");
+    Entry e{ops[i].key, ops[i].value, h.revision, h.revision, 0};
+    if (!prev.is_null() && decode_kv(prev, &before) && before.create_revision > 0) {
+      e.create_revision = before.create_revision;
+    }
+    changes_.push_back(Change{false, std::move(e)});
+  }
+  return Status::ok();
+}
+
 std::vector<Change> EtcdStore::take_changes() {
   std::vector<Change> out;
   out.swap(changes_);

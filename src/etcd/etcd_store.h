@@ -24,6 +24,7 @@ class EtcdStore final : public store::ConfigStore {
                                      int64_t ttl_seconds, std::optional<int64_t> expect) override;
   common::StatusOr<std::optional<store::Entry>> remove(std::string_view key,
                                                        std::optional<int64_t> expect) override;
+  common::Status apply_batch(const std::vector<store::BatchOp>& ops) override;
   // etcd expires leased keys itself; their deletions arrive through the watch.
   common::StatusOr<int> expire(int64_t) override { return 0; }
   int64_t next_expiry() const override { return 0; }

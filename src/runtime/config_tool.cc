@@ -19,6 +19,7 @@
 #include "config/yaml_json.h"
 #include "etcd/etcd_store.h"
 #include "store/config_index.h"
+#include "store/live_read.h"
 #include "store/store.h"
 
 namespace sluice::runtime {
@@ -96,9 +97,8 @@ StatusOr<std::unique_ptr<store::ConfigStore>> open_place(const config::GatewayCo
   return std::move(st).value();
 }
 
-// Every resource in the store, as {kind: [values]} with the kinds in dump order.
-StatusOr<Json> read_store(store::ConfigStore& s, const std::string& prefix) {
-  auto entries = s.list(prefix + "/");
+// Every resource among `entries`, as {kind: [values]} with the kinds in dump order.
+StatusOr<Json> read_store(StatusOr<std::vector<store::Entry>> entries, const std::string& prefix) {
   if (!entries) {
     return entries.status();
   }
@@ -205,6 +205,7 @@ StatusOr<std::string> item_id(std::string_view kind, const Json& item) {
 int dump(const Options& o, const config::GatewayConfig& conf) {
   std::string place = o.place.empty() ? provider_name(conf) : o.place;
   Json doc;
+  int64_t revision = -1;  // the embedded store's, when read from it
   if (place == "yaml") {
     std::string text;
     if (!common::read_file(conf.standalone_path, &text)) {
@@ -219,12 +220,20 @@ int dump(const Options& o, const config::GatewayConfig& conf) {
     }
     doc = std::move(j).value();
   } else {
-    auto s = open_place(conf, place);
-    if (!s) {
-      fprintf(stderr, "sluice config dump: %s\n", s.status().message().c_str());
-      return 1;
+    // The embedded store is read without its lock, in one read transaction: a running
+    // gateway keeps serving and writing, and the dump is the store as of one revision.
+    StatusOr<std::vector<store::Entry>> entries = std::vector<store::Entry>{};
+    if (place == "etcd") {
+      auto s = open_place(conf, place);
+      entries = s ? (*s)->list(prefix_of(conf, place) + "/")
+                  : StatusOr<std::vector<store::Entry>>(s.status());
+    } else if (auto copy = store::read_live_copy(conf.data_dir, time(nullptr)); copy) {
+      revision = copy->revision;
+      entries = std::move(copy->entries);
+    } else {
+      entries = copy.status();
     }
-    auto d = read_store(**s, prefix_of(conf, place));
+    auto d = read_store(std::move(entries), prefix_of(conf, place));
     if (!d) {
       fprintf(stderr, "sluice config dump: %s\n", d.status().message().c_str());
       return 1;
@@ -246,23 +255,26 @@ int dump(const Options& o, const config::GatewayConfig& conf) {
             redacted);
   }
   std::string text = to_yaml(doc);
-  if (o.out.empty() || o.out == "-") {
+  const bool to_stdout = o.out.empty() || o.out == "-";
+  if (to_stdout) {
     fwrite(text.data(), 1, text.size(), stdout);
-    return 0;
-  }
-  std::ofstream f(o.out, std::ios::binary | std::ios::trunc);
-  f << text;
-  f.close();
-  if (!f) {
-    fprintf(stderr, "sluice config dump: cannot write %s\n", o.out.c_str());
-    return 1;
+    fflush(stdout);
+  } else {
+    std::ofstream f(o.out, std::ios::binary | std::ios::trunc);
+    f << text;
+    f.close();
+    if (!f) {
+      fprintf(stderr, "sluice config dump: cannot write %s\n", o.out.c_str());
+      return 1;
+    }
   }
   size_t n = 0;
   for (const auto& [k, v] : doc.items()) {
     n += v.is_array() ? v.size() : 0;
   }
-  fprintf(stderr, "sluice config dump: %zu resource(s) from %s written to %s\n", n, place.c_str(),
-          o.out.c_str());
+  std::string at = revision >= 0 ? fmt::format(" at revision {}", revision) : "";
+  fprintf(stderr, "sluice config dump: %zu resource(s) from %s%s written to %s\n", n, place.c_str(),
+          at.c_str(), to_stdout ? "stdout" : o.out.c_str());
   return 0;
 }
 
@@ -446,24 +458,20 @@ int load(const Options& o, const config::GatewayConfig& conf) {
       return rank(kind_of(a)) > rank(kind_of(b));
     });
   }
+  // One transaction: every write and delete lands, or (on any failure) none does.
+  std::vector<store::BatchOp> ops;
+  ops.reserve(writes.size() + stale.size());
   for (const auto& [key, value] : writes) {
-    auto r = (*s)->put(key, value.dump(), 0, std::nullopt);
-    if (!r) {
-      fprintf(stderr, "sluice config load: writing %s: %s\n", key.c_str(),
-              r.status().message().c_str());
-      return 1;
-    }
+    ops.push_back({key, value.dump(), false});
   }
-  size_t removed = 0;
   for (const auto& key : stale) {
-    auto r = (*s)->remove(key, std::nullopt);
-    if (!r) {
-      fprintf(stderr, "sluice config load: deleting %s: %s\n", key.c_str(),
-              r.status().message().c_str());
-      return 1;
-    }
-    ++removed;
+    ops.push_back({key, std::string(), true});
   }
+  if (Status r = (*s)->apply_batch(ops); !r) {
+    fprintf(stderr, "sluice config load: %s: nothing was written\n", r.message().c_str());
+    return 1;
+  }
+  const size_t removed = stale.size();
   fprintf(stderr, "sluice config load: %zu resource(s) written to %s under %s, %zu deleted\n",
           writes.size(), place.c_str(), prefix.c_str(), removed);
   return 0;

@@ -301,6 +301,53 @@ StatusOr<std::optional<Entry>> SqliteStore::remove(std::string_view key,
   return removed;
 }
 
+Status SqliteStore::apply_batch(const std::vector<BatchOp>& ops) {
+  for (const BatchOp& op : ops) {
+    if (Status s = check_write(op.key, 0, std::nullopt); !s) {
+      return s;
+    }
+  }
+  const int64_t now = now_();
+  int64_t revision = revision_;
+  std::vector<Change> batch;
+  Status s = in_transaction([&]() -> Status {
+    for (const BatchOp& op : ops) {
+      auto existing = read_live(op.key, now);
+      if (!existing) {
+        return existing.status();
+      }
+      if (op.remove) {
+        if (!*existing) {
+          continue;
+        }
+        if (Status e = erase(op.key); !e) {
+          return e;
+        }
+        ++revision;
+        batch.push_back(Change{true, Entry{op.key, "", (*existing)->create_revision, revision}});
+        continue;
+      }
+      ++revision;
+      Entry entry{op.key, op.value, *existing ? (*existing)->create_revision : revision, revision,
+                  0};
+      if (Status w = write_entry(entry); !w) {
+        return w;
+      }
+      batch.push_back(Change{false, std::move(entry)});
+    }
+    return revision == revision_ ? Status::ok() : write_revision(revision);
+  });
+  if (!s) {
+    return s;  // rolled back: nothing of the batch is in the file, nor in changes_
+  }
+  revision_ = revision;
+  for (Change& c : batch) {
+    changes_.push_back(std::move(c));
+  }
+  refresh_next_expiry();
+  return Status::ok();
+}
+
 StatusOr<int> SqliteStore::expire(int64_t now_unix) {
   if (next_expiry_ == 0 || next_expiry_ > now_unix) {
     return 0;  // the cache is exact: this store is the only writer of its file

@@ -34,6 +34,7 @@ class SqliteStore final : public ConfigStore {
                               std::optional<int64_t> expect) override;
   common::StatusOr<std::optional<Entry>> remove(std::string_view key,
                                                 std::optional<int64_t> expect) override;
+  common::Status apply_batch(const std::vector<BatchOp>& ops) override;
   common::StatusOr<int> expire(int64_t now_unix) override;
   int64_t next_expiry() const override { return next_expiry_; }
   std::vector<Change> take_changes() override;

@@ -32,6 +32,14 @@ struct Change {
   Entry entry;
 };
 
+// One write of a batch: a put of `value` at `key` (no TTL), or a delete of `key`.
+// Thread: any (value type)
+struct BatchOp {
+  std::string key;
+  std::string value;
+  bool remove = false;
+};
+
 // Thread: control (one owner; not thread-safe)
 class ConfigStore {
  public:
@@ -54,6 +62,11 @@ class ConfigStore {
   // nullopt when the key was absent.
   virtual common::StatusOr<std::optional<Entry>> remove(std::string_view key,
                                                         std::optional<int64_t> expect) = 0;
+  // Applies every op in one transaction: all of them, or (on any failure) none. A key may
+  // appear once. The embedded store gives each op the next revision; etcd one revision for all
+  // (one Txn, bounded by etcd's --max-txn-ops, 128 by default: a larger batch is refused by
+  // etcd whole). Deleting an absent key is no error and no change.
+  virtual common::Status apply_batch(const std::vector<BatchOp>& ops) = 0;
   // Deletes every entry whose expire_at is in (0, now_unix]; each deletion takes a revision
   // and becomes a Change. Returns how many were deleted.
   virtual common::StatusOr<int> expire(int64_t now_unix) = 0;

@@ -84,6 +84,22 @@ class MemoryStore final : public store::ConfigStore {
     return removed;
   }
 
+  common::Status apply_batch(const std::vector<store::BatchOp>& ops) override {
+    for (const store::BatchOp& op : ops) {  // checked whole first: all or nothing
+      if (common::Status s = check_write(op.key, 0, std::nullopt); !s) {
+        return s;
+      }
+    }
+    for (const store::BatchOp& op : ops) {
+      if (op.remove) {
+        (void)remove(op.key, std::nullopt);
+      } else {
+        (void)put(op.key, op.value, 0, std::nullopt);
+      }
+    }
+    return common::Status::ok();
+  }
+
   common::StatusOr<int> expire(int64_t now_unix) override {
     std::vector<store::Entry> due;
     for (const auto& [key, e] : rows_) {
