@@ -7,6 +7,7 @@
 
 #include "codec/h1/parser.h"
 #include "server/admin_hook.h"
+#include "server/h2_limits.h"
 #include "server/real_ip.h"
 
 namespace sluice::server {
@@ -36,6 +37,8 @@ struct Settings {
   bool show_upstream_status = false;
   // Batch socket calls through io_uring where the kernel allows it (io/ring.h).
   bool io_uring = true;
+  // sluice.http2: what HTTP/2 connections announce and enforce (enable_http2 listeners).
+  H2Settings h2;
 };
 
 }  // namespace sluice::server

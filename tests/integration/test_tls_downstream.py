@@ -260,7 +260,7 @@ def test_ssl_ciphers_refusal(make_gateway, upstream, certs):
 
 
 def test_alpn_never_selects_h2(make_gateway, upstream, certs):
-    """HTTP/2 is not served yet: a client offering h2,http/1.1 must get http/1.1 or no ALPN,
+    """Without enable_http2: a client offering h2,http/1.1 must get http/1.1 or no ALPN,
     and HTTP/1.1 must then work."""
     gw = tls_gateway(make_gateway, upstream, standard_ssls(certs))
     with TlsClient(gw.https_port, "a.test", client_ctx(alpn=["h2", "http/1.1"])) as c:
