@@ -137,6 +137,37 @@ def test_large_bodies_both_ways(make_gateway, make_upstream):
     assert zlib.crc32(r.body) == fake_upstream.pattern_crc(24 << 20)
 
 
+def test_slow_upstream_holds_back_the_upload(make_gateway, make_upstream):
+    # The request body's windows reopen only as the exchange passes bytes upstream: while
+    # the upstream reads nothing, the client can send little more than the windows and the
+    # sockets' buffers hold, and the gateway holds at most a window of it.
+    up = make_upstream("sink")
+    up.route("/up", fake_upstream.UploadCount(pause_at=1, pause_for=3.0))
+    gw = h2_gateway(make_gateway, [route("/*", up, rid="all")])
+    rss0 = harness.vm_rss_kib(gw.proc.pid)
+    body = bytes(fake_upstream.PATTERN[: 1 << 20]) * 24
+    with h2_kit.H2Client(gw.port) as c:
+        sid = c.request("/up", method="POST", end=False)
+        view, sent, deadline = memoryview(body), 0, time.time() + 1.5
+        while time.time() < deadline:
+            n = min(len(view) - sent, c.conn.local_flow_control_window(sid),
+                    c.conn.max_outbound_frame_size)
+            if n > 0:
+                c.conn.send_data(sid, view[sent:sent + n].tobytes())
+                c.flush()
+                sent += n
+            else:
+                c.pump(0.05)
+        growth = harness.vm_rss_kib(gw.proc.pid) - rss0
+        print("sent %d bytes while the upstream paused; RSS growth %d KiB" % (sent, growth))
+        assert sent < 12 << 20
+        assert growth < 16 * 1024
+        c.send_body(sid, view[sent:].tobytes(), timeout=60)
+        r = c.response(sid, timeout=30)
+        got = json.loads(r["data"])
+        assert got["body_len"] == len(body) and got["crc32"] == zlib.crc32(body)
+
+
 def test_slow_reader_holds_neither_memory_nor_other_streams(make_gateway, make_upstream):
     up = make_upstream("big")
     up.route("/huge", fake_upstream.Download(512 << 20))

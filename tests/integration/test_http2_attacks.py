@@ -130,3 +130,6 @@ def test_a_few_pings_and_resets_are_fine(make_gateway, upstream):
         sid = c.request("/last")
         assert c.response(sid)["headers"][":status"] == "200"
         assert c.goaway() is None
+        # The SETTINGS announced come from sluice.http2.
+        assert c.conn.remote_settings.max_header_list_size == 4096
+        assert c.conn.remote_settings.max_concurrent_streams == 128
