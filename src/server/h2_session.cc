@@ -144,11 +144,24 @@ bool H2Session::run_streams() {
   return true;
 }
 
+// Closed streams go, each after a last run: an exchange whose response went out whole
+// finishes (log phase, its upstream connection back to the pool); one cut short aborts.
 void H2Session::reap() {
-  for (int32_t id : closed_) {
+  if (closed_.empty()) {
+    return;
+  }
+  std::vector<int32_t> ids;
+  ids.swap(closed_);
+  driving_ = true;
+  for (int32_t id : ids) {
+    if (H2Stream* s = stream(id)) {
+      s->run();
+    }
+  }
+  driving_ = false;
+  for (int32_t id : ids) {
     streams_.erase(id);
   }
-  closed_.clear();
 }
 
 bool H2Session::fill_output() {

@@ -165,10 +165,13 @@ void H2Stream::start() {
 }
 
 void H2Stream::run() {
-  if (!head_done_ || closed_) {
+  if (!head_done_) {
     return;
   }
   if (!started_) {
+    if (closed_) {
+      return;  // reset before its exchange began
+    }
     start();
   }
   if (!exchange_ || done_) {
@@ -191,7 +194,9 @@ void H2Stream::run() {
       case Exchange::Step::kClose:
         done_ = true;
         io::TimerQueue::cancel(send_timer_);
-        s_.reset_stream(id_, NGHTTP2_INTERNAL_ERROR);
+        if (!closed_) {
+          s_.reset_stream(id_, NGHTTP2_INTERNAL_ERROR);
+        }
         return;
     }
   }
@@ -390,12 +395,14 @@ ssize_t H2Stream::produce(uint8_t* buf, size_t len, uint32_t* flags) {
 }
 
 Downstream::Flush H2Stream::flush() {
-  if (closed_) {
-    return Flush::kClosed;
-  }
+  // Checked first: a stream nghttp2 closed right after our END_STREAM went out has sent its
+  // response whole, and its exchange finishes as usual (its upstream connection is reused).
   if (out_.empty() && (!end_ || eof_out_)) {
     io::TimerQueue::cancel(send_timer_);
     return Flush::kDone;
+  }
+  if (closed_) {
+    return Flush::kClosed;
   }
   if (!send_timer_.armed()) {
     s_.worker().loop().arm(send_timer_, s_.worker().settings().send_timeout_ms);

@@ -82,6 +82,18 @@ def test_cookie_crumbs_and_connection_fields(make_gateway, upstream):
     assert upstream.requests_for("/bad") == []
 
 
+def test_upstream_connection_is_reused_across_streams(make_gateway, upstream):
+    # A stream nghttp2 closes as soon as its END_STREAM is out still finishes its exchange
+    # normally: the upstream connection goes back to the pool (not aborted and closed).
+    gw = h2_gateway(make_gateway, [route("/*", upstream, rid="all")])
+    with h2_kit.H2Client(gw.port) as c:
+        conns = []
+        for i in range(4):
+            r = c.response(c.request("/seq%d" % i))
+            conns.append(json.loads(r["data"])["conn_id"])
+    assert len(set(conns)) == 1, conns
+
+
 def test_server_protocol_and_plugins_per_stream(make_gateway, upstream):
     plugins = {
         "proxy-rewrite": {"headers": {"set": {"X-Proto": "$server_protocol"}}},
