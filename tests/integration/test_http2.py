@@ -80,6 +80,14 @@ def test_cookie_crumbs_and_connection_fields(make_gateway, upstream):
         r = c.response(sid)
         assert r["reset"] == h2_kit.PROTOCOL_ERROR, r
     assert upstream.requests_for("/bad") == []
+    # Nothing smuggles a line into the rebuilt HTTP/1.1 head: CR/LF in a value, a space in
+    # :path, an upper-case name are malformed (reset), never forwarded.
+    for path, headers in (("/inj", [("x-evil", "a\r\nx-injected: 1")]),
+                          ("/sp ace", []), ("/upper", [("X-Upper", "1")])):
+        with h2_kit.H2Client(gw.port, validate=False) as c:
+            r = c.response(c.request(path, headers=headers))
+            assert r["reset"] == h2_kit.PROTOCOL_ERROR or r["headers"][":status"] == "400", r
+    assert [r.path for r in upstream.requests] == ["/c"]
 
 
 def test_upstream_connection_is_reused_across_streams(make_gateway, upstream):

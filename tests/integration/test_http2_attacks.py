@@ -133,3 +133,14 @@ def test_a_few_pings_and_resets_are_fine(make_gateway, upstream):
         # The SETTINGS announced come from sluice.http2.
         assert c.conn.remote_settings.max_header_list_size == 4096
         assert c.conn.remote_settings.max_concurrent_streams == 128
+
+
+def test_garbage_after_the_preface_is_a_protocol_error(make_gateway, upstream):
+    gw = gateway(make_gateway, upstream)
+    with h2_kit.H2Client(gw.port) as c:
+        # A frame of an impossible size on stream 0, then bytes that are no frame at all.
+        c.send_raw(frame(HEADERS, END_STREAM, 0, b"\x00" * 8) + b"\xff" * 64)
+        assert c.wait_closed(timeout=5)
+        ev = c.goaway()
+        assert ev is not None and ev.error_code == h2_kit.PROTOCOL_ERROR, c.events[-3:]
+    still_serves(gw)
