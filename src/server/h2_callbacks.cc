@@ -98,6 +98,7 @@ int H2Session::on_begin_headers(const nghttp2_frame* f) {
   if (++requests_ >= cfg_.max_requests) {
     goaway(f->hd.stream_id);  // this one is served, the client opens a new connection next
   }
+  ++heads_pending_;
   auto s = std::make_unique<H2Stream>(*this, f->hd.stream_id, w_.take_message());
   nghttp2_session_set_stream_user_data(ng_, f->hd.stream_id, s.get());
   streams_[f->hd.stream_id] = std::move(s);

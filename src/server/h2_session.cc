@@ -26,14 +26,17 @@ H2Session::H2Session(ClientConn& c, Worker& w)
       control_(cfg_.control_burst, cfg_.control_rate) {}
 
 H2Session::~H2Session() {
+  driving_ = true;   // an exchange ending now wakes nothing: the connection is going
   streams_.clear();  // exchanges end (log phase) while the session still exists
   nghttp2_session_del(ng_);
 }
 
 void H2Session::close_all() {
+  driving_ = true;  // as in the destructor: the connection is closing
   for (auto& [id, s] : streams_) {
     s->abort();
   }
+  driving_ = false;
 }
 
 bool H2Session::start() {
@@ -56,7 +59,7 @@ bool H2Session::start() {
     nghttp2_session_set_local_window_size(ng_, NGHTTP2_FLAG_NONE, 0,
                                           static_cast<int32_t>(cfg_.connection_window_size));
   }
-  idle_timer_ = true;
+  timer_ = Timer::kIdle;
   w_.loop().arm(c_.timer(), w_.settings().keepalive_timeout_ms);
   return true;
 }
@@ -117,15 +120,18 @@ void H2Session::on_drain() {
 }
 
 bool H2Session::on_timeout() {
-  if (!idle_timer_ || failing_) {
-    return true;  // the socket stayed blocked for the send timeout, or a GOAWAY did
+  if (timer_ == Timer::kHead && !failing_) {
+    SLUICE_LOG(kInfo, "client {}: HTTP/2 request head not complete in time", c_.peer_ip());
+  }
+  if (timer_ != Timer::kIdle || failing_) {
+    return true;  // blocked for the send timeout, a head left half-sent, or a GOAWAY's write
   }
   // Idle for the keep-alive timeout: a polite GOAWAY, then the close once it is written.
   failing_ = true;
   goaway_sent_ = true;
   nghttp2_session_terminate_session(ng_, NGHTTP2_NO_ERROR);
   w_.loop().arm(c_.timer(), w_.settings().send_timeout_ms);
-  idle_timer_ = false;
+  timer_ = Timer::kNone;
   return false;
 }
 
@@ -197,13 +203,13 @@ H2Session::Result H2Session::step() {
   if (!c_.out().empty()) {
     switch (c_.flush_h2()) {
       case Downstream::Flush::kWait:
-        idle_timer_ = false;
-        break;  // reading goes on: a WINDOW_UPDATE may be what unblocks a stream
+        timer_ = Timer::kSend;  // armed by the connection when the socket refused bytes
+        break;                  // reading goes on: a WINDOW_UPDATE may be what unblocks a stream
       case Downstream::Flush::kClosed:
         return Result::kClose;
       case Downstream::Flush::kDone:
-        if (!failing_) {
-          idle_timer_ = false;  // a send timeout armed while blocked is over
+        if (!failing_ && timer_ == Timer::kSend) {
+          timer_ = Timer::kNone;  // the send timeout armed while blocked is over
           io::TimerQueue::cancel(c_.timer());
         }
         break;
@@ -244,23 +250,27 @@ H2Session::Result H2Session::step() {
   return Result::kWait;
 }
 
-// Waiting: with no stream, the keep-alive timeout runs; with streams, each times itself (the
-// exchange's timers, the streams' send timeouts); a blocked socket keeps its send timeout.
+// Waiting: a blocked socket keeps its send timeout; with no stream the keep-alive timeout
+// runs; a request head begun and not finished gets the header timeout (nothing else times a
+// stream that has no exchange yet); other streams time themselves (their exchanges' timers,
+// their send timeouts).
 void H2Session::arm_timer() {
-  if (failing_) {
-    return;  // the timer bounds the GOAWAY's write
+  if (failing_ || timer_ == Timer::kSend) {
+    return;  // the timer bounds the GOAWAY's write, or the blocked socket
   }
-  if (streams_.empty() && c_.out().empty()) {
-    if (!idle_timer_) {
-      idle_timer_ = true;
-      w_.loop().arm(c_.timer(), w_.settings().keepalive_timeout_ms);
-    }
+  Timer want = streams_.empty() && c_.out().empty() ? Timer::kIdle
+               : heads_pending_ > 0                 ? Timer::kHead
+                                                    : Timer::kNone;
+  if (want == timer_) {
     return;
   }
-  if (idle_timer_) {
-    idle_timer_ = false;
+  timer_ = want;
+  if (want == Timer::kNone) {
     io::TimerQueue::cancel(c_.timer());
+    return;
   }
+  const Settings& st = w_.settings();
+  w_.loop().arm(c_.timer(), want == Timer::kIdle ? st.keepalive_timeout_ms : st.header_timeout_ms);
 }
 
 }  // namespace sluice::server

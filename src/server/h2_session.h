@@ -53,6 +53,8 @@ class H2Session {
   ClientConn& conn() { return c_; }
   nghttp2_session* ng() { return ng_; }
   void mark_ready(H2Stream* s);
+  // A stream's request head is complete (or it closed before): it leaves heads_pending_.
+  void head_finished() { --heads_pending_; }
   // Drives the connection for a stream woken from outside (an upstream event, a timer).
   void wake(H2Stream* s);
   // A stream's response made no progress for the send timeout: it is reset.
@@ -96,7 +98,10 @@ class H2Session {
   bool goaway_sent_ = false;
   bool failing_ = false;  // a fatal GOAWAY is queued: close once it is written
   bool driving_ = false;
-  bool idle_timer_ = false;  // the connection's timer runs as the idle timeout
+  // What the connection's timer times now.
+  enum class Timer : uint8_t { kNone, kIdle, kHead, kSend };
+  Timer timer_ = Timer::kNone;
+  uint32_t heads_pending_ = 0;  // streams whose request head is not complete yet
 };
 
 }  // namespace sluice::server

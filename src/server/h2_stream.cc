@@ -51,6 +51,15 @@ void H2Stream::abort() {
   closed_ = true;
 }
 
+void H2Stream::on_closed() {
+  if (!head_done_) {
+    head_done_ = true;  // never to complete: it no longer holds the header timeout
+    started_ = true;    // and nothing starts for it
+    s_.head_finished();
+  }
+  closed_ = true;
+}
+
 void H2Stream::on_header(std::string_view name, std::string_view value) {
   list_size_ += name.size() + value.size() + 32;
   if (list_size_ > s_.worker().settings().h2.max_header_list_size) {
@@ -88,6 +97,9 @@ void H2Stream::on_header(std::string_view name, std::string_view value) {
 }
 
 void H2Stream::on_head_done(bool end) {
+  if (!head_done_) {
+    s_.head_finished();
+  }
   head_done_ = true;
   remote_end_ = remote_end_ || end;
 }

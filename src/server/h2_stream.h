@@ -38,7 +38,7 @@ class H2Stream final : public Downstream {
   void on_data(const uint8_t* data, size_t len);
   void on_remote_end() { remote_end_ = true; }
   // nghttp2 closed the stream (both sides ended, or a reset either way).
-  void on_closed() { closed_ = true; }
+  void on_closed();
   bool closed() const { return closed_; }
   bool remote_end() const { return remote_end_; }
   // nghttp2's data source: copies queued response bytes into a DATA frame's payload.

@@ -6,7 +6,9 @@ test_http2.py (test_slow_reader..., test_request_cap...).
 """
 
 import struct
+import time
 
+import h2.events
 import h2.exceptions
 import hpack
 
@@ -143,4 +145,22 @@ def test_garbage_after_the_preface_is_a_protocol_error(make_gateway, upstream):
         assert c.wait_closed(timeout=5)
         ev = c.goaway()
         assert ev is not None and ev.error_code == h2_kit.PROTOCOL_ERROR, c.events[-3:]
+    still_serves(gw)
+
+
+def test_a_head_left_half_sent_is_timed_out(make_gateway, upstream):
+    # HEADERS without END_HEADERS, then silence: no exchange exists to time the stream, so
+    # the connection's header timeout does.
+    listen = [{"ip": "127.0.0.1", "port": harness.free_port(), "enable_http2": True}]
+    gw = make_gateway(routes=[route("/*", upstream, rid="all")], listen=listen,
+                      config={"nginx_config": {"http": {"client_header_timeout": "1s"}}})
+    with h2_kit.H2Client(gw.port) as c:
+        # The SETTINGS exchange first: after the half head the client may send nothing else.
+        assert c.wait(lambda: any(isinstance(e, h2.events.SettingsAcknowledged)
+                                  for e in c.events))
+        c.send_raw(frame(HEADERS, END_STREAM, 1, header_block("/half")))
+        t0 = time.time()
+        assert c.wait_closed(timeout=5)
+        assert 0.8 < time.time() - t0 < 3
+    assert gw.wait_for_log(r"HTTP/2 request head not complete in time", timeout=2)
     still_serves(gw)
