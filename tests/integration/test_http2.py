@@ -157,6 +157,24 @@ def test_large_bodies_both_ways(make_gateway, make_upstream):
     assert zlib.crc32(r.body) == fake_upstream.pattern_crc(24 << 20)
 
 
+def test_unread_bodies_give_their_window_back(make_gateway, upstream):
+    # Answered before its body was read (no route: 404), a stream ends with RST_STREAM
+    # (NO_ERROR) and the body bytes it never read are given back to the connection's window:
+    # 40 such uploads of 60 KB go through a 1 MiB connection window without it shrinking.
+    gw = h2_gateway(make_gateway, [route("/only", upstream, rid="only")])
+    with h2_kit.H2Client(gw.port) as c:
+        for i in range(40):
+            sid = c.request("/nowhere%d" % i, method="POST", end=False)
+            assert c.conn.local_flow_control_window(sid) >= 60000, i
+            for _ in range(4):
+                c.conn.send_data(sid, b"x" * 15000)
+            c.flush()
+            r = c.response(sid)
+            assert r["headers"][":status"] == "404"
+        sid = c.request("/only", method="POST", body=b"y" * 100000)
+        assert c.response(sid)["headers"][":status"] == "200"
+
+
 def test_slow_upstream_holds_back_the_upload(make_gateway, make_upstream):
     # The request body's windows reopen only as the exchange passes bytes upstream: while
     # the upstream reads nothing, the client can send little more than the windows and the
