@@ -44,6 +44,7 @@ H2Stream::~H2Stream() {
 
 void H2Stream::abort() {
   io::TimerQueue::cancel(send_timer_);
+  out_.clear();  // the pieces lived in the exchange's buffers
   if (exchange_ && !done_) {
     done_ = true;
     msg_->exchange.abort();
@@ -374,6 +375,11 @@ void H2Stream::resume() {
 }
 
 ssize_t H2Stream::produce(uint8_t* buf, size_t len, uint32_t* flags) {
+  if (closed_) {
+    // Aborted (a send timeout, the connection closing) with its DATA still queued: the
+    // stream is reset rather than ended as if its response were whole.
+    return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
+  }
   size_t n = 0;
   while (n < len && !out_.empty()) {
     std::string_view front = out_.front().substr(out_off_);
