@@ -300,3 +300,11 @@ def test_tls_alpn_h2(make_gateway, upstream, tmp_path_factory):
     with h2_kit.H2Client(gw.https_port, tls_name="a.test") as c:
         sid = c.request("/x", headers=[("cookie", "k=v")])
         assert c.response(sid)["headers"][":status"] == "200"
+    # Many streams over a few TLS connections.
+    out = subprocess.run(["h2load", "-n", "1000", "-c", "4", "-m", "20",
+                          "--connect-to=127.0.0.1:%d" % gw.https_port,
+                          "https://a.test:%d/tls" % gw.https_port],
+                         capture_output=True, timeout=60, text=True)
+    print(out.stdout)
+    assert "1000 succeeded, 0 failed, 0 errored" in out.stdout, out.stdout + out.stderr
+    assert "Application protocol: h2" in out.stdout
