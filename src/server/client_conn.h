@@ -94,6 +94,9 @@ class ClientConn final : public io::IoHandler, public Downstream {
   Flush flush_h2();
   // Reads into in(): kData, kWait, or kEof (the client is gone).
   io::Transport::Read read_h2();
+  // No stream is open: the read buffer (and TLS's) go back until bytes come, as for an idle
+  // HTTP/1.1 connection.
+  void h2_idle();
   // The request goes to the Admin API (an admin port, or its path on a proxy port).
   bool admin_request(const http::RequestHead& req) const;
   // On a TLS connection with client verification: false (the request is answered 400) when

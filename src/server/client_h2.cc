@@ -85,6 +85,15 @@ io::Transport::Read ClientConn::read_h2() {
   return s == Step::kWait ? io::Transport::Read::kWait : io::Transport::Read::kData;
 }
 
+void ClientConn::h2_idle() {
+  if (tls_) {
+    tls_->release_buffers();
+  }
+  if (in_.empty() && in_.capacity() != 0 && !transport_->read_pending()) {
+    w_.give_buffer(&in_);  // a queued read still writes into in_: then it stays
+  }
+}
+
 ClientInfo ClientConn::client_info() const {
   return {peer_ip_, peer_addr_, local_port_, tls_ ? &tls_->info() : nullptr};
 }

@@ -265,6 +265,10 @@ void H2Session::arm_timer() {
     return;
   }
   timer_ = want;
+  if (want == Timer::kIdle) {
+    c_.h2_idle();
+    std::string().swap(wbuf_);  // out() is empty: nothing points into it
+  }
   if (want == Timer::kNone) {
     io::TimerQueue::cancel(c_.timer());
     return;
