@@ -3,7 +3,8 @@ BUILD ?= build
 JOBS ?= 2
 CONFIG ?= conf/config.yaml
 
-.PHONY: all build run test unit integration setup clean bench bench-tls bench-auth bench-traffic
+.PHONY: all build run test unit integration setup clean bench bench-tls bench-auth bench-traffic \
+	bench-accesslog
 .PHONY: arm64 test-arm64 setup-arm64 clean-arm64
 
 all: build
@@ -70,6 +71,14 @@ BENCH_TRAFFIC_OUT ?= bench-traffic-out
 BENCH_TRAFFIC_ARGS ?=
 bench-traffic: build
 	$(BUILD)/sluice bench traffic --out $(BENCH_TRAFFIC_OUT) $(BENCH_TRAFFIC_ARGS)
+
+# The access log (docs/performance.md, "Access log"): CPU per kept-alive request of Sluice with
+# its access log off and on, nginx with access_log off and buffered, as ratios. About 2 minutes
+# with the defaults; BENCH_ACCESSLOG_ARGS="--quick" checks it runs.
+BENCH_ACCESSLOG_OUT ?= bench-accesslog-out
+BENCH_ACCESSLOG_ARGS ?=
+bench-accesslog: build
+	$(BUILD)/sluice bench accesslog --out $(BENCH_ACCESSLOG_OUT) $(BENCH_ACCESSLOG_ARGS)
 
 test: unit integration
 

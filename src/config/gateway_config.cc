@@ -67,6 +67,9 @@ class Reader {
       cfg.config_provider =
           cfg.role == "traditional" ? ConfigProvider::kEmbedded : ConfigProvider::kYaml;
     }
+    if (s) {
+      s = finish_access_log();
+    }
     if (s && cfg.role == "data_plane") {
       // A data plane serves what it is given (apisix.yaml or etcd); it has no Admin API,
       // as in APISIX.
@@ -350,7 +353,60 @@ class Reader {
           }},
          {"real_ip_recursive",
           [this](auto& x, auto& p) { return assign(p, &cfg.real_ip_recursive, yaml_on_off(x)); }},
-         {"real_ip_from", [this](auto& x, auto& p) { return real_ip_from(x, p); }}});
+         {"real_ip_from", [this](auto& x, auto& p) { return real_ip_from(x, p); }},
+         {"enable_access_log",
+          [this](auto& x, auto& p) { return assign(p, &log_enabled_, yaml_bool(x)); }},
+         {"access_log",
+          [this](auto& x, auto& p) { return assign(p, &log_path_, access_log_path(x)); }},
+         {"access_log_format",
+          [this](auto& x, auto& p) {
+            return assign(p, &cfg.access_log.format, as_string(x, 1, 65536));
+          }},
+         {"access_log_format_escape",
+          [this](auto& x, auto& p) {
+            return assign(p, &cfg.access_log.escape, access_log_escape(x));
+          }},
+         {"access_log_buffer", [this](auto& x, auto& p) {
+            return assign(p, &cfg.access_log.buffer, as_integer(x, 1, int64_t{64} << 20));
+          }}});
+  }
+
+  // sluice.access_log_rotate (Sluice's own): rotate the access log at a size or an age.
+  Status access_log_rotate(const Json& v, const std::string& path) {
+    accesslog::RotateConfig& r = cfg.access_log.rotate;
+    Status s = walk(
+        v, path,
+        {{"max_size", [&r](auto& x, auto& p) { return assign(p, &r.max_size, parse_size(x)); }},
+         {"max_time",
+          [&r](auto& x, auto& p) {
+            auto seconds = parse_duration(x);
+            return seconds.is_ok() && *seconds < 1 ? error_at(p, "expected at least 1 second")
+                                                   : assign(p, &r.max_time_s, std::move(seconds));
+          }},
+         {"keep", [&r](auto& x, auto& p) { return assign(p, &r.keep, as_integer(x, 1, 1000)); }}});
+    if (s.is_ok() && !r.enabled()) {
+      return error_at(path, "expected max_size or max_time (or both)");
+    }
+    return s;
+  }
+
+  // The access log as the nginx_config.http keys left it, checked as a whole: on, its format
+  // compiles (nginx refuses a format with an unknown variable at start); rotated, it is on.
+  Status finish_access_log() {
+    AccessLogConfig& a = cfg.access_log;
+    a.enabled = log_enabled_ && !log_path_.empty();
+    a.path = log_path_;
+    if (a.enabled) {
+      auto f = accesslog::Format::compile(a.format, a.escape);
+      if (!f.is_ok()) {
+        return error_at("nginx_config.http.access_log_format", f.status().message());
+      }
+    }
+    if (a.rotate.enabled() && !a.enabled) {
+      return error_at("sluice.access_log_rotate",
+                      "the access log is off (nginx_config.http.enable_access_log, access_log)");
+    }
+    return Status::ok();
   }
 
   Status real_ip_from(const Json& v, const std::string& path) {
@@ -445,6 +501,7 @@ class Reader {
           [this](auto& x, auto& p) { return assign(p, &cfg.data_dir, as_string(x, 1, 4096)); }},
          {"io_uring",
           [this](auto& x, auto& p) { return assign(p, &cfg.io_uring, io_uring_mode(x)); }},
+         {"access_log_rotate", [this](auto& x, auto& p) { return access_log_rotate(x, p); }},
          {"http2", [this](auto& x, auto& p) { return parse_http2_config(x, p, &cfg.http2); }}});
   }
 
@@ -668,6 +725,8 @@ class Reader {
 
   std::map<std::string, ConfigProvider> providers_;  // role name -> its config_provider
   bool etcd_given_ = false;                          // deployment.etcd is set
+  bool log_enabled_ = true;                          // nginx_config.http.enable_access_log
+  std::string log_path_ = "logs/access.log";         // nginx_config.http.access_log; "": off
 };
 
 // `path` as seen from the directory `base`: absolute and empty paths are kept.
@@ -716,6 +775,7 @@ StatusOr<GatewayConfig> parse_gateway_config(const std::string& yaml_text, const
         "config.yaml: deployment.admin.https_admin: needs admin_api_mtls.admin_ssl_cert and "
         "admin_ssl_cert_key");
   }
+  cfg.access_log.path = resolve(base, cfg.access_log.path);
   for (std::string* file :
        {&cfg.etcd.tls.cert, &cfg.etcd.tls.key, &cfg.etcd.tls.trusted_ca, &cfg.ssl.trusted_ca,
         &cfg.admin.cert, &cfg.admin.key, &cfg.admin.client_ca}) {

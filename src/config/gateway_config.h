@@ -7,6 +7,8 @@
 #include <string_view>
 #include <vector>
 
+#include "accesslog/format.h"
+#include "accesslog/rotation.h"
 #include "common/log.h"
 #include "common/status.h"
 #include "config/data_encryption.h"
@@ -133,6 +135,19 @@ struct SslListenerConfig {
   bool operator==(const SslListenerConfig&) const = default;
 };
 
+// nginx_config.http's access log keys (APISIX's) and sluice.access_log_rotate (Sluice's own).
+// Thread: any (value type)
+struct AccessLogConfig {
+  bool enabled = true;  // enable_access_log, and access_log not "off" (or false)
+  // access_log; relative paths are taken from the config file's directory.
+  std::string path = "logs/access.log";
+  std::string format = std::string(accesslog::kApisixFormat);  // access_log_format
+  accesslog::Escape escape = accesslog::Escape::kDefault;      // access_log_format_escape
+  uint64_t buffer = 16384;         // access_log_buffer: the bytes a worker gathers before a write
+  accesslog::RotateConfig rotate;  // sluice.access_log_rotate: the built-in rotation
+  bool operator==(const AccessLogConfig&) const = default;
+};
+
 // Thread: any (value type)
 struct GatewayConfig {
   std::vector<ListenAddr> node_listen = {{"0.0.0.0", 9080}};  // apisix.node_listen
@@ -181,6 +196,7 @@ struct GatewayConfig {
   std::vector<std::string> real_ip_from;  // IPs or CIDRs; "unix:" is accepted and ignored
   std::string real_ip_header = "X-Real-IP";
   bool real_ip_recursive = false;
+  AccessLogConfig access_log;
   // apisix.standalone file, resolved relative to the config file's directory.
   std::string standalone_path;  // directory of config.yaml + "/apisix.yaml"
 

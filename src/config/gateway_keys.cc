@@ -8,6 +8,25 @@ namespace sluice::config {
 using common::Status;
 using common::StatusOr;
 
+StatusOr<std::string> access_log_path(const Json& v) {
+  if (v.is_boolean() && !v.get<bool>()) {
+    return std::string();
+  }
+  if (!v.is_string() || v.get_ref<const std::string&>().empty()) {
+    return Status::error("expected a file path, or off, got " + json_text(v));
+  }
+  const std::string& s = v.get_ref<const std::string&>();
+  return s == "off" ? std::string() : s;
+}
+
+StatusOr<accesslog::Escape> access_log_escape(const Json& v) {
+  accesslog::Escape e = accesslog::Escape::kDefault;
+  if (!v.is_string() || !accesslog::parse_escape(v.get_ref<const std::string&>(), &e)) {
+    return Status::error("expected default, json or none, got " + json_text(v));
+  }
+  return e;
+}
+
 StatusOr<bool> yaml_bool(const Json& v) {
   if (!v.is_boolean()) {
     return Status::error("expected true or false, got " + json_type_name(v));

@@ -33,5 +33,10 @@ common::StatusOr<std::string> role_name(const Json& v);
 // yaml, etcd or embedded.
 common::StatusOr<ConfigProvider> provider_kind(const Json& v);
 common::StatusOr<uint16_t> yaml_port(const Json& v);
+// nginx_config.http.access_log: a file path; "off" (nginx's word) or false turns the log off,
+// which reads as an empty path.
+common::StatusOr<std::string> access_log_path(const Json& v);
+// nginx_config.http.access_log_format_escape: default, json or none (nginx's escape=).
+common::StatusOr<accesslog::Escape> access_log_escape(const Json& v);
 
 }  // namespace sluice::config

@@ -18,6 +18,7 @@ void Context::reset() {
   req = nullptr;
   match = {};
   real_ip.clear();
+  request_id.clear();
   route_id = service_id = matched_uri = matched_host = consumer = consumer_group_id = {};
   credential = nullptr;
   consumers = nullptr;

@@ -226,6 +226,9 @@ struct Context {
   // prefer_route keeps to one instance); a second would need it keyed by entry. The values
   // are the client's, taken before any plugin edits the request.
   std::string stash;
+  // The request's id as request-id gave it (the client's, or the one it made), for the access
+  // log's $request_id. Capacity kept, like scratch.
+  std::string request_id;
   // api-breaker's state key for this request (host + uri, read while the request head is
   // there), for its header_filter, which no longer has the head. 0: not taken.
   uint64_t breaker_key = 0;

@@ -290,6 +290,9 @@ common::Status Gateway::start_workers() {
     c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   }
   settings->real_ip.recursive = conf_.real_ip_recursive;
+  if (common::Status st = access_log_settings(settings.get()); !st) {
+    return st;
+  }
   int n = conf_.worker_processes > 0 ? conf_.worker_processes
                                      : static_cast<int>(std::thread::hardware_concurrency());
   n = std::max(n, 1);
@@ -380,6 +383,10 @@ void Gateway::on_signal(int signo) {
     hand_over();
     return;
   }
+  if (signo == SIGUSR1) {
+    reopen_logs();
+    return;
+  }
   SLUICE_LOG(kNotice, "signal {}: shutting down gracefully", signo);
   ctl_.stop();
 }
@@ -398,11 +405,13 @@ void Gateway::on_sighup() {
       old_conf.node_listen.size() != conf_.node_listen.size() ||
       old_conf.config_provider != conf_.config_provider || old_conf.data_dir != conf_.data_dir ||
       old_conf.etcd != conf_.etcd || !(old_conf.ssl == conf_.ssl) ||
-      old_conf.node_listen != conf_.node_listen || old_conf.http2 != conf_.http2) {
+      old_conf.node_listen != conf_.node_listen || old_conf.http2 != conf_.http2 ||
+      !(old_conf.access_log == conf_.access_log)) {
     SLUICE_LOG(kWarn,
                "worker_processes, node_listen, apisix.ssl, sluice.http2, the config provider, "
-               "deployment.etcd and data_dir changes take effect after a restart");
+               "deployment.etcd, data_dir and access log changes take effect after a restart");
   }
+  conf_.access_log = old_conf.access_log;  // the workers' writers are made at start
   // The running process keeps its provider, store and Admin API settings.
   conf_.config_provider = old_conf.config_provider;
   conf_.data_dir = old_conf.data_dir;
@@ -426,6 +435,7 @@ void Gateway::rebuild_now() {
 void Gateway::on_tick() {
   free_retired();
   reap_successor();
+  rotate_access_log();
   trimmer_.maybe_trim(static_cast<int64_t>(ctl_.now_ms()));
   if (on_etcd()) {
     persist_etcd(false);
@@ -460,6 +470,7 @@ int Gateway::run() {
   sigaddset(&mask, SIGINT);
   sigaddset(&mask, SIGHUP);
   sigaddset(&mask, SIGUSR2);
+  sigaddset(&mask, SIGUSR1);  // reopen the access log (logrotate's postrotate)
   // Blocked before any thread starts, so every thread inherits the mask and only the
   // signalfd below sees these signals.
   pthread_sigmask(SIG_BLOCK, &mask, nullptr);

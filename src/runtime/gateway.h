@@ -15,6 +15,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "accesslog/rotation.h"
 #include "admin/api.h"
 #include "config/gateway_config.h"
 #include "config/resources.h"
@@ -112,6 +113,11 @@ class Gateway {
   static void tick_cb(void* self) { static_cast<Gateway*>(self)->on_tick(); }
   void on_signal(int signo);
   void on_sighup();
+  // gateway_access_log.cc: the workers' access log settings (the file checked, its directory
+  // made), SIGUSR1's reopen and the built-in rotation, checked on each tick.
+  common::Status access_log_settings(server::Settings* settings);
+  void reopen_logs();
+  void rotate_access_log();
   void shutdown();
   // The configuration lives in a store with the Admin API in front: embedded or etcd.
   bool embedded() const { return conf_.config_provider != config::ConfigProvider::kYaml; }
@@ -154,7 +160,8 @@ class Gateway {
   MemoryTrimmer trimmer_;         // returns what a burst freed (glibc keeps it in worker arenas)
   plugin::Shared plugin_shared_;  // plugin state that outlives snapshots
   health::Registry health_;       // upstream health that outlives snapshots
-  std::unique_ptr<health::Checker> checker_;  // the active checks' thread
+  std::unique_ptr<health::Checker> checker_;     // the active checks' thread
+  std::unique_ptr<accesslog::Rotator> rotator_;  // sluice.access_log_rotate; null when unset
   std::vector<std::thread> threads_;
   uint64_t version_ = 0;
   snapshot::SnapshotPtr current_;               // the newest published snapshot

@@ -38,6 +38,7 @@ bool admin_header_allowed(std::string_view name, std::string_view value) {
 
 // Called from start_exchange with the head parsed and not yet consumed.
 void ClientConn::start_admin() {
+  capture_for_log();
   const http::RequestHead& r = msg_->req;
   if (req_body_ == http::BodyKind::kLength && req_left_ > kAdminMaxBody) {
     // Refused before a byte of the body is read; the body left unread makes this close.
@@ -74,6 +75,7 @@ ClientConn::Step ClientConn::read_admin_body() {
       if (req_body_ == http::BodyKind::kLength) {
         size_t n = static_cast<size_t>(std::min<uint64_t>(req_left_, in_.size()));
         body.append(in_.data(), n);
+        request_in_ += n;
         in_.consume(n);
         req_left_ -= n;
         req_body_done_ = req_left_ == 0;
@@ -89,9 +91,11 @@ ClientConn::Step ClientConn::read_admin_body() {
             return Step::kProgress;
           }
           body.append(st.data);
+          request_in_ += st.consumed;
           in_.consume(st.consumed);
           continue;
         case h1::ChunkedDecoder::Status::kDone:
+          request_in_ += st.consumed;
           in_.consume(st.consumed);
           req_body_done_ = true;
           continue;
@@ -100,6 +104,7 @@ ClientConn::Step ClientConn::read_admin_body() {
           local_reply(400, {}, true);
           return Step::kProgress;
         case h1::ChunkedDecoder::Status::kNeedMore:
+          request_in_ += st.consumed;
           in_.consume(st.consumed);
           continue;
       }
@@ -149,6 +154,8 @@ void ClientConn::on_admin_reply(AdminResponse resp) {
   if (send_body) {
     out_.add(a.body);  // admin_ lives until next_request(), after the body is flushed
   }
+  log_local(a.status, msg_->head.size() + (send_body ? a.body.size() : 0),
+            send_body ? a.body.size() : 0);
   drive();
 }
 

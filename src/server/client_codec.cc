@@ -34,12 +34,14 @@ Downstream::Body ClientConn::read_body(std::string_view* piece) {
           body_consume_ = st.consumed;
           return Body::kData;
         case h1::ChunkedDecoder::Status::kDone:
+          request_in_ += st.consumed;
           in_.consume(st.consumed);
           req_body_done_ = true;
           continue;
         case h1::ChunkedDecoder::Status::kError:
           return Body::kBad;
         case h1::ChunkedDecoder::Status::kNeedMore:
+          request_in_ += st.consumed;
           in_.consume(st.consumed);
           if (st.consumed > 0 && !in_.empty()) {
             continue;
@@ -59,6 +61,7 @@ Downstream::Body ClientConn::read_body(std::string_view* piece) {
 }
 
 void ClientConn::consume_body() {
+  request_in_ += body_consume_;
   in_.consume(body_consume_);
   body_consume_ = 0;
 }
@@ -113,6 +116,7 @@ void ClientConn::send_head(const ResponseStart& r) {
   h1::write_response_head(&h, out);
   out_.clear();
   out_.add(h);
+  body_out_ = 0;
 }
 
 void ClientConn::send_data(std::string_view data) {
@@ -124,14 +128,17 @@ void ClientConn::send_data(std::string_view data) {
     out_.add({msg_->chunk_hdr, hl});
     out_.add(data);
     out_.add(h1::kChunkEnd);
+    body_out_ += hl + h1::kChunkEnd.size();
   } else {
     out_.add(data);
   }
+  body_out_ += data.size();
 }
 
 void ClientConn::send_end() {
   if (chunks_out_) {
     out_.add(h1::kLastChunk);
+    body_out_ += h1::kLastChunk.size();
   }
 }
 

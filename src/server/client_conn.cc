@@ -39,6 +39,7 @@ ClientConn::ClientConn(Worker& w, int fd, const io::SockAddr& peer, uint16_t loc
       sock_(w.loop(), this, fd),
       transport_(&sock_),
       peer_ip_(peer.ip_text()),
+      peer_port_(peer.port()),
       local_port_(local_port),
       cap_(cap),
       admin_port_(kind == ListenerKind::kAdmin),
@@ -46,6 +47,13 @@ ClientConn::ClientConn(Worker& w, int fd, const io::SockAddr& peer, uint16_t loc
       h2_pending_(h2_allowed_) {
   w_.idle_add(this);
   peer_addr_ = router::ip_from_sockaddr(peer.get());
+  if (w_.access_log() != nullptr && w_.access_log()->format().uses(accesslog::Var::kServerAddr)) {
+    io::SockAddr local;  // once per connection, as nginx does
+    local.len = sizeof(local.storage);
+    if (getsockname(fd, reinterpret_cast<sockaddr*>(&local.storage), &local.len) == 0) {
+      local_ip_ = local.ip_text();
+    }
+  }
   arm_timer(w_.settings().header_timeout_ms);
   if (tls != nullptr) {
     SSL* ssl = tls->new_ssl(nullptr);
@@ -201,12 +209,16 @@ ClientConn::Step ClientConn::read_head() {
       return Step::kProgress;
     }
     if (r.status == h1::ParseStatus::kError) {
+      head_parsed_ = false;
       SLUICE_LOG(kInfo, "client {}: bad request ({}): {}", peer_ip_, r.error_status, r.error);
       local_reply(r.error_status, {}, true);
       return Step::kProgress;
     }
   }
   if (client_eof_) {
+    if (!in_.empty()) {
+      log_local(400, 0, 0);  // a head cut short (nginx: "client prematurely closed connection")
+    }
     if (tls_ && !tls_->error().empty()) {
       SLUICE_LOG(kInfo, "client {}: TLS {}: {}", peer_ip_,
                  tls_->handshake_done() ? "connection failed" : "handshake failed", tls_->error());
@@ -251,6 +263,9 @@ void ClientConn::start_request() {
     w_.refresh_reading();
   }
   const http::RequestHead& req = msg_->req;
+  request_in_ = head_len_;
+  head_parsed_ = true;
+  head_captured_ = false;
   method_ = req.method;
   client_http10_ = req.version_minor == 0;
   keep_alive_ = req.keep_alive && !w_.draining();
@@ -283,7 +298,8 @@ void ClientConn::start_exchange() {
   state_ = State::kExchange;
   io::TimerQueue::cancel(timer_);  // the exchange times its own phases
   const http::TlsInfo* tls = tls_ ? &tls_->info() : nullptr;
-  msg_->exchange.begin(*this, msg_->req, head_len_, {client_ip_, client_addr_, local_port_, tls});
+  msg_->exchange.begin(*this, msg_->req, head_len_,
+                       {client_ip_, client_addr_, local_port_, tls, peer_port_, local_ip_});
 }
 
 ClientConn::Step ClientConn::run_exchange() {
@@ -370,6 +386,8 @@ void ClientConn::next_request() {
     w_.refresh_reading();
   }
   admin_.reset();  // an admin answer's body was sent from it
+  head_parsed_ = false;
+  head_captured_ = false;
   req_body_ = http::BodyKind::kNone;
   req_body_done_ = true;
   if (w_.draining() && in_.empty() && !transport_->read_pending()) {
@@ -418,6 +436,9 @@ void ClientConn::handle_timeout() {
   if (state_ == State::kAdminWait) {
     admin_timed_out();
     return;
+  }
+  if (state_ == State::kReadHead && !in_.empty()) {
+    log_local(408, 0, 0);  // a head that never completed, as nginx logs it
   }
   close_now();  // a silent client: the head, keep-alive, send or linger timeout
 }

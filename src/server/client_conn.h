@@ -55,6 +55,8 @@ struct H1Message {
   h1::ChunkedDecoder req_chunked;
   char chunk_hdr[24];
   Exchange exchange;
+  // The head's values the access log prints for the connection's own answers (conn_log.cc).
+  accesslog::Captured log_head;
 };
 
 // Thread: worker
@@ -117,6 +119,8 @@ class ClientConn final : public io::IoHandler, public Downstream {
   void send_end() override;
   Flush flush() override;
   uint64_t head_bytes() const override { return msg_ ? msg_->head.size() : 0; }
+  uint64_t body_bytes() const override { return body_out_; }
+  uint64_t request_bytes() const override { return request_in_; }
   void wake() override { drive(); }
   proxy::TunnelEnd upgrade() override;
 
@@ -171,6 +175,11 @@ class ClientConn final : public io::IoHandler, public Downstream {
   Step start_h2();
   // On an enable_http2 listener, before the first request: true once HTTP/2 took over.
   bool detect_h2(Step* s);
+  // The access log's line for an answer of the connection's own (a bad request, the Admin
+  // API's) or a request head that never completed (conn_log.cc).
+  void log_local(int status, uint64_t bytes_sent, uint64_t body_bytes);
+  // Keeps the head's values the access log prints, while msg_->req is valid.
+  void capture_for_log();
 
   Worker& w_;
   io::SocketTransport sock_;  // the client's socket
@@ -178,6 +187,8 @@ class ClientConn final : public io::IoHandler, public Downstream {
   std::unique_ptr<tls::TlsTransport> tls_;
   io::Transport* transport_;  // tls_ or sock_: what the codec reads and writes
   std::string peer_ip_;
+  uint16_t peer_port_ = 0;
+  std::string local_ip_;  // $server_addr, looked up only when the access log prints it
   router::IpAddr peer_addr_;
   // This request's client: the peer, or the address a trusted proxy named (real_ip.h).
   std::string_view client_ip_;
@@ -210,6 +221,12 @@ class ClientConn final : public io::IoHandler, public Downstream {
   bool handshake_timed_ = false;  // TLS: the handshake finished and its deadline was lifted
   bool fresh_ = true;             // no byte of a request has arrived on this connection yet
   bool upgraded_ = false;         // handed to a tunnel after a 101: HTTP is over on this connection
+  // For the access log: bytes of the response body queued and of the request read, the
+  // request's head parsed and its values kept.
+  uint64_t body_out_ = 0;
+  uint64_t request_in_ = 0;
+  bool head_parsed_ = false;
+  bool head_captured_ = false;
   // The listener serves HTTP/2 too; until the first bytes (or ALPN) decide, h2_pending_.
   bool h2_allowed_ = false;
   bool h2_pending_ = false;

@@ -95,7 +95,7 @@ void ClientConn::h2_idle() {
 }
 
 ClientInfo ClientConn::client_info() const {
-  return {peer_ip_, peer_addr_, local_port_, tls_ ? &tls_->info() : nullptr};
+  return {peer_ip_, peer_addr_, local_port_, tls_ ? &tls_->info() : nullptr, peer_port_, local_ip_};
 }
 
 }  // namespace sluice::server

@@ -70,6 +70,11 @@ class Downstream {
   virtual Flush flush() = 0;
   // Bytes of the response head as sent (for the log phase's byte counts).
   virtual uint64_t head_bytes() const = 0;
+  // Bytes of the response body queued for the client since its head, framing included (nginx's
+  // $body_bytes_sent), and of the request read so far, head and body as they came
+  // ($request_length). For the access log.
+  virtual uint64_t body_bytes() const = 0;
+  virtual uint64_t request_bytes() const = 0;
 
   // Drives the connection (and so its exchange) from outside its own events: an upstream
   // event, an exchange timer, a plugin's answer.

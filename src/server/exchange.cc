@@ -38,11 +38,16 @@ void Exchange::begin(Downstream& down, const http::RequestHead& req, size_t head
   st_.body_length = req.content_length;
   st_.body_chunked = req.body_kind == http::BodyKind::kChunked;
   st_.client = client;
+  st_.start_ms = w_.loop().now_ms();
   up_statuses_.clear();
+  tries_.clear();
   snap_ = w_.snapshot();
   const router::RouteSpec* spec = nullptr;
   router::MatchContext mctx{&req, client.ip, client.addr, client.local_port};
   mctx.tls = client.tls;
+  if (accesslog::Writer* log = w_.access_log()) {
+    log_head_.capture(log->format(), mctx, down.request_head());
+  }
   if (snap_) {
     spec = snap_->table.match(mctx);
   }
@@ -280,6 +285,7 @@ void Exchange::reply(int status, std::string_view body, bool close) {
   r.bodiless = bodiless || st_.method == http::Method::kHead;
   r.gateway_made = true;
   r.close = close;
+  st_.status = status;
   down_->send_head(r);
   st_.response_started = true;
   if (!r.bodiless && !reply_body_.empty()) {
@@ -310,6 +316,7 @@ Exchange::Step Exchange::write_reply() {
   if (Step step; !flushed(&step)) {
     return step;
   }
+  log_request();
   if (st_.plugins) {
     end_plugins();
   }
@@ -321,6 +328,7 @@ Exchange::Step Exchange::write_reply() {
 
 // The response went out whole: the log phase, the connection back to the pool.
 Exchange::Step Exchange::finish() {
+  log_request();
   if (st_.plugins) {
     pctx_.upstream_end_ns = pctx_.timed ? plugin::monotonic_ns() : 0;
     end_plugins();
@@ -342,6 +350,7 @@ void Exchange::abort() {
 }
 
 void Exchange::close_early() {
+  log_request();
   if (tunnel_) {
     drop_tunnel();  // before the connections it relays between go
   }
@@ -404,6 +413,9 @@ void Exchange::handle_timeout() {
       return;
     default:
       break;
+  }
+  if (!st_.response_started && (st_.phase == Phase::kReadBody || st_.phase == Phase::kSend)) {
+    st_.status = 408;  // the client stopped sending its body: nginx logs 408, not 499
   }
   close_early();
 }

@@ -21,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "accesslog/record.h"
 #include "http/message.h"
 #include "io/timer.h"
 #include "plugin/chain.h"
@@ -50,6 +51,8 @@ struct ClientInfo {
   router::IpAddr addr;
   uint16_t local_port = 0;
   const router::TlsInfo* tls = nullptr;  // the connection's TLS session; null on plaintext
+  uint16_t remote_port = 0;              // the peer's port
+  std::string_view server_addr;          // the local address, when the access log prints it
 };
 
 // Thread: worker
@@ -165,6 +168,10 @@ class Exchange final : public proxy::UpstreamOwner {
     bool websocket = false;
     TunnelDrain drain = TunnelDrain::kNone;
     uint64_t tunnel_activity = 0;  // Tunnel::activity() when the idle timer was last armed
+    // The access log's (exchange_log.cc).
+    int status = 0;         // the status the client got (408: it timed out sending the body)
+    uint64_t start_ms = 0;  // the head was complete
+    bool logged = false;
   };
 
   // exchange.cc: routing, local replies, the end.
@@ -230,6 +237,8 @@ class Exchange final : public proxy::UpstreamOwner {
   // The tunnel is over, however it ended (close_early then runs the log phase, status 101,
   // and closes both connections): its bytes counted, the balancer told the try completed.
   void drop_tunnel();
+  // exchange_log.cc: the access log's line, written once when the request ends.
+  void log_request();
   // exchange_head.cc: the request head for the upstream.
   // Describes the request for the upstream (client fields filtered, forwarding fields, the
   // plugins' edits, the body's framing) and has the upstream side prepare its head.
@@ -272,6 +281,9 @@ class Exchange final : public proxy::UpstreamOwner {
   std::vector<http::Header> fields_;           // the gateway's and plugins' fields
   plugin::Context pctx_;
   plugin::Chains chains_;
+  // For the access log: the head's values it prints, and the upstream tries.
+  accesslog::Captured log_head_;
+  accesslog::Tries tries_;
   // The route's chain merged with the consumer's, while chains_.route points at it.
   std::shared_ptr<const plugin::Chain> merged_;
   // An upgraded request's tunnel; made per upgrade, null otherwise.

@@ -32,6 +32,7 @@ Exchange::Step Exchange::read_response_head() {
       return Step::kProgress;
   }
   st_.up_conf->report_status(st_.node, resp_.status);
+  tries_.header(resp_.status, w_.loop().now_ms());
   start_response();
   st_.phase = st_.switching ? Phase::kUpgrade : Phase::kStream;
   return Step::kProgress;
@@ -131,6 +132,7 @@ void Exchange::start_response() {
     st_.switching = true;
     st_.websocket = http::iequals(r.upgrade, "websocket");
   }
+  st_.status = status;
   down_->send_head(r);
   st_.response_started = true;
 }
@@ -245,6 +247,7 @@ void Exchange::source_reply() {
   r.fields = fields_;
   r.content_length = bodiless ? -1 : length;
   r.bodiless = !st_.body_allowed;
+  st_.status = status;
   down_->send_head(r);
   st_.response_started = true;
   st_.phase = Phase::kSource;
@@ -259,6 +262,7 @@ Exchange::Step Exchange::stream_source() {
       }
       st_.piece = false;
       if (st_.end_sent) {
+        log_request();
         if (st_.plugins) {
           end_plugins();
         }

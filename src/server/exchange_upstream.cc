@@ -64,6 +64,7 @@ void Exchange::node_started(int node) {
   st_.lb_node = node;
   st_.lb_start_ms = w_.loop().now_ms();
   st_.lb->started(*st_.up_conf, node);
+  tries_.start(st_.up_conf->nodes[node].addr_key, st_.lb_start_ms);
 }
 
 void Exchange::node_finished(bool completed) {
@@ -72,6 +73,7 @@ void Exchange::node_finished(bool completed) {
   }
   int node = st_.lb_node;
   st_.lb_node = -1;
+  tries_.end(w_.loop().now_ms());
   if (st_.lb_generation != w_.balancer_generation()) {
     return;  // the balancers were replaced since; this try is not theirs
   }
@@ -102,6 +104,7 @@ bool Exchange::connect_next() {
 }
 
 void Exchange::note_try(int status) {
+  tries_.failed(status);
   if (!up_statuses_.empty()) {
     up_statuses_.append(", ");
   }
@@ -218,6 +221,7 @@ bool Exchange::start_try(int node, bool fresh) {
   st_.up_piece = false;
   st_.body_sent = false;
   if (up_->reused()) {
+    tries_.connected(w_.loop().now_ms());
     st_.phase = Phase::kSend;
     arm(st_.timeouts.send_ms);
   } else {
@@ -246,6 +250,7 @@ Exchange::Step Exchange::send_request() {
     int err = 0;
     proxy::UpstreamRequest::Send r = up_->send(&err);
     if (was_connecting && up_->connected()) {
+      tries_.connected(w_.loop().now_ms());
       st_.phase = Phase::kSend;
       arm(st_.timeouts.send_ms);
     }

@@ -255,6 +255,7 @@ void H2Stream::consume_body() {
 bool H2Stream::body_done() const { return remote_end_ && body_.empty(); }
 
 void H2Stream::on_data(const uint8_t* data, size_t len) {
+  body_in_ += len;
   if (done_ || closed_) {
     nghttp2_session_consume(s_.ng(), id_, len);  // nobody will read it
     return;
@@ -356,6 +357,7 @@ void H2Stream::submit(int status, const std::vector<nghttp2_nv>& fields, bool bo
 }
 
 void H2Stream::send_data(std::string_view data) {
+  body_out_ += data.size();
   if (!data.empty()) {
     out_.push_back(data);
     resume();

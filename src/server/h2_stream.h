@@ -65,6 +65,8 @@ class H2Stream final : public Downstream {
   void send_end() override;
   Flush flush() override;
   uint64_t head_bytes() const override { return head_bytes_; }
+  uint64_t body_bytes() const override { return body_out_; }
+  uint64_t request_bytes() const override { return head_.size() + body_in_; }
   void wake() override;
   proxy::TunnelEnd upgrade() override { return {}; }
 
@@ -103,6 +105,8 @@ class H2Stream final : public Downstream {
   bool deferred_ = false;  // produce() answered NGHTTP2_ERR_DEFERRED: resume on new data
   bool submitted_ = false;
   std::string local_body_;
+  uint64_t body_out_ = 0;  // response body bytes queued (the access log's $body_bytes_sent)
+  uint64_t body_in_ = 0;   // request body bytes received ($request_length, with the head)
   io::Timer send_timer_{&H2Stream::on_send_timeout, this};
 };
 

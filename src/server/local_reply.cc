@@ -20,10 +20,12 @@ void ClientConn::local_reply(int status, std::string_view body, bool close) {
   if (!body_text.empty()) {
     type = body_text.front() == '{' ? "application/json" : "text/plain";
   }
-  if (reply_head(status, type, {}, body_text.size(), close)) {
+  bool send_body = reply_head(status, type, {}, body_text.size(), close);
+  if (send_body) {
     msg_->head += body_text;
   }
   out_.add(msg_->head);
+  log_local(status, msg_->head.size(), send_body ? body_text.size() : 0);
 }
 
 bool ClientConn::reply_head(int status, std::string_view content_type,

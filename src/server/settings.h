@@ -5,6 +5,7 @@
 #include <memory>
 #include <string>
 
+#include "accesslog/config.h"
 #include "codec/h1/parser.h"
 #include "server/admin_hook.h"
 #include "server/h2_limits.h"
@@ -37,6 +38,8 @@ struct Settings {
   bool show_upstream_status = false;
   // Batch socket calls through io_uring where the kernel allows it (io/ring.h).
   bool io_uring = true;
+  // The access log (nginx_config.http.access_log*); null when it is off.
+  std::shared_ptr<const accesslog::Config> access_log;
   // sluice.http2: what HTTP/2 connections announce and enforce (enable_http2 listeners).
   H2Settings h2;
 };

@@ -17,6 +17,9 @@ Worker::Worker(int id, std::shared_ptr<const Settings> settings, std::shared_ptr
   plugin_local_.host = this;
   upstream_env_ = {&loop_, &pool_, &settings_->limits, settings_->read_buffer,
                    settings_->max_read_buffer};
+  if (settings_->access_log) {
+    access_log_ = std::make_unique<accesslog::Writer>(settings_->access_log);
+  }
 }
 
 Worker::~Worker() {
@@ -63,6 +66,9 @@ void Worker::run() {
   clients_.clear();
   pool_.clear();
   loop_.bury();
+  if (access_log_) {
+    access_log_->flush();  // the lines of the requests that ended with the drain
+  }
 }
 
 void Worker::publish(snapshot::SnapshotPtr snap) {
@@ -337,6 +343,23 @@ void Worker::give_buffer(io::Buffer* b) {
   } else {
     b->release();
   }
+}
+
+void Worker::log_access(const accesslog::Record& r) {
+  if (access_log_->log(r, loop_.now_ms())) {
+    loop_.arm(access_log_timer_, access_log_->config().flush_ms);
+  }
+}
+
+void Worker::on_access_log_timer(void* self) { static_cast<Worker*>(self)->access_log_->flush(); }
+
+void Worker::reopen_access_log() {
+  loop_.post([this] {
+    if (access_log_) {
+      io::TimerQueue::cancel(access_log_timer_);
+      access_log_->reopen();
+    }
+  });
 }
 
 std::string_view Worker::http_date() {

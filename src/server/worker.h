@@ -10,6 +10,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "accesslog/writer.h"
 #include "io/event_loop.h"
 #include "metrics/conn_stats.h"
 #include "plugin/plugin.h"
@@ -109,8 +110,18 @@ class Worker final : public plugin::Host {
   // Recomputes stats().reading after active, waiting or writing changed.
   void refresh_reading();
 
+  // --- the access log ---
+  // This worker's writer, or null when the access log is off.
+  accesslog::Writer* access_log() { return access_log_.get(); }
+  // Buffers a finished request's line; the first line buffered arms the flush timer.
+  void log_access(const accesslog::Record& r);
+  // Thread: any. The log file was moved (SIGUSR1, the built-in rotation): the worker writes what
+  // it buffered into it, then opens the path again.
+  void reopen_access_log();
+
  private:
   static void on_drain_deadline(void* self);
+  static void on_access_log_timer(void* self);
   void maybe_finish_drain();
   bool at_cap(const ConnCounter* cap) const;
   bool make_room(const ConnCounter* cap);
@@ -150,6 +161,9 @@ class Worker final : public plugin::Host {
   std::vector<std::unique_ptr<char[]>> free_buffers_;
   int64_t date_second_ = -1;
   char date_[40] = {0};
+  // Destroyed after clients_: the requests they end are logged.
+  std::unique_ptr<accesslog::Writer> access_log_;
+  io::Timer access_log_timer_{&Worker::on_access_log_timer, this};
 };
 
 }  // namespace sluice::server

@@ -308,3 +308,23 @@ def test_tls_alpn_h2(make_gateway, upstream, tmp_path_factory):
     print(out.stdout)
     assert "1000 succeeded, 0 failed, 0 errored" in out.stdout, out.stdout + out.stderr
     assert "Application protocol: h2" in out.stdout
+
+
+def test_access_log_says_http2(make_gateway, upstream):
+    # nginx logs an HTTP/2 request's line as "GET /path HTTP/2.0"; its bytes are the body's.
+    fmt = "$request|$server_protocol|$status|$body_bytes_sent"
+    gw = h2_gateway(make_gateway, [route("/*", upstream, rid="all")],
+                    config={"nginx_config": {"http": {"access_log_buffer": 1,
+                                                      "access_log_format": fmt}}})
+    r = curl_h2(gw, "/logged?q=1")
+    assert r.status == 200
+    path = "%s/logs/access.log" % gw.dir
+    deadline = time.time() + 5
+    lines = []
+    while time.time() < deadline and not lines:
+        try:
+            lines = [ln for ln in open(path).read().splitlines() if "/logged" in ln]
+        except FileNotFoundError:
+            pass
+        time.sleep(0.05)
+    assert lines == ["GET /logged?q=1 HTTP/2.0|HTTP/2.0|200|%d" % len(r.body)], lines

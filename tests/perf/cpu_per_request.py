@@ -58,6 +58,8 @@ apisix:
 nginx_config:
   worker_processes: 1
   error_log_level: warn
+  http:
+    enable_access_log: false  # nginx's is off too
 deployment:
   role: data_plane
   role_data_plane:

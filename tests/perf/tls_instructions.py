@@ -154,6 +154,7 @@ def measure_sluice(args, certs, up_port, wd):
         f.write(targets.SLUICE_CONFIG.format(
             port=port, workers=1, admin_port=admin, key=targets.ADMIN_KEY,
             data_dir=os.path.join(d, "data"), metrics_port=free_port(),
+            http=targets.access_log_yaml(None),
             ssl=tls_targets.SLUICE_SSL.format(port=tls_port, ciphers=tls_targets.CIPHERS)))
     proc = under_callgrind([args.sluice, "run", "-c", os.path.join(d, "config.yaml")], d, d)
     try:

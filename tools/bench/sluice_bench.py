@@ -7,6 +7,8 @@
     sluice bench auth [options]                  key-auth and jwt-auth's cost, nginx alongside
     sluice bench traffic [options]               cors + request-id + limit-req and proxy-cache
                                                  hits, nginx alongside
+    sluice bench accesslog [options]             the access log's cost, nginx's buffered
+                                                 access_log alongside
 """
 
 import os
@@ -14,7 +16,8 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from benchkit import auth_run, compare_cli, runner, tls_run, traffic_run  # noqa: E402
+from benchkit import (accesslog_run, auth_run, compare_cli, runner, tls_run,  # noqa: E402
+                      traffic_run)
 
 
 def main(argv):
@@ -26,6 +29,8 @@ def main(argv):
         return auth_run.main(argv[1:])
     if argv and argv[0] == "traffic":
         return traffic_run.main(argv[1:])
+    if argv and argv[0] == "accesslog":
+        return accesslog_run.main(argv[1:])
     return runner.main(argv)
 
 

@@ -69,6 +69,7 @@ void RequestId::make_id(std::string* out) const {
 Action RequestId::rewrite(Context& ctx) const {
   const http::Header* h = ctx.req->find(conf_.header_name);
   if (h != nullptr && !h->value.empty()) {
+    ctx.request_id.assign(h->value);
     if (conf_.include_in_response) {
       ctx.resp.headers.set(conf_.header_name, h->value);
     }
@@ -76,6 +77,7 @@ Action RequestId::rewrite(Context& ctx) const {
   }
   ctx.scratch.clear();
   make_id(&ctx.scratch);
+  ctx.request_id.assign(ctx.scratch);
   ctx.upstream.headers.set(conf_.header_name, ctx.scratch);
   if (conf_.include_in_response) {
     ctx.resp.headers.set(conf_.header_name, ctx.scratch);

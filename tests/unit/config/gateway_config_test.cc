@@ -221,6 +221,7 @@ nginx_config:
   error_log: logs/error.log
   http:
     enable_access_log: false
+    access_log_buffer: 32768
 deployment:
   role: traditional
   role_traditional:
@@ -247,7 +248,6 @@ plugin_attr:
       ElementsAre(
           "config.yaml: apisix.enable_admin is not supported yet and is ignored",
           "config.yaml: nginx_config.error_log is not supported yet and is ignored",
-          "config.yaml: nginx_config.http.enable_access_log is not supported yet and is ignored",
           "config.yaml: plugin_attr.log-rotate is not supported yet and is ignored",
           "config.yaml: plugin_attr.prometheus.refresh_interval is not supported yet and is "
           "ignored"));
@@ -553,6 +553,8 @@ TEST(GatewayConfig, ShippedConfigYamlParses) {
   EXPECT_EQ(r->role, "traditional");
   EXPECT_EQ(r->config_provider, ConfigProvider::kEmbedded);
   EXPECT_EQ(r->data_dir, dir.string() + "/../data");
+  EXPECT_TRUE(r->access_log.enabled);
+  EXPECT_EQ(r->access_log.path, dir.string() + "/../logs/access.log");
   EXPECT_EQ(r->admin.listen.port, 9180);
   EXPECT_EQ(r->standalone_path, dir.string() + "/apisix.yaml");
 }

@@ -1,7 +1,7 @@
 #pragma once
 // The exchange's test doubles: an in-memory downstream (what the client's codec would do), a
 // scripted upstream request (what a node would answer), a test plugin, and the fixture that
-// serves one route to them (exchange_test.cc, exchange_upgrade_test.cc).
+// serves one route to them (exchange_test.cc, exchange_upgrade_test.cc, exchange_log_test.cc).
 
 #include <gtest/gtest.h>
 
@@ -98,6 +98,8 @@ class FakeDownstream final : public Downstream {
     return Flush::kDone;
   }
   uint64_t head_bytes() const override { return 0; }
+  uint64_t body_bytes() const override { return body.size() + pending.size(); }
+  uint64_t request_bytes() const override { return raw.size() + consumed; }
   void wake() override { ++wakes; }
   proxy::TunnelEnd upgrade() override {
     ++upgrades;
@@ -361,6 +363,9 @@ std::shared_ptr<upstream::Upstream> make_upstream(int nodes, int retries) {
 class ExchangeTest : public ::testing::Test {
  protected:
   ExchangeTest() : worker_(0, settings_, std::make_shared<ConnLimits>(1000)) {}
+  // With these settings (exchange_log_test.cc: an access log).
+  explicit ExchangeTest(std::shared_ptr<Settings> settings)
+      : settings_(std::move(settings)), worker_(0, settings_, std::make_shared<ConnLimits>(1000)) {}
 
   // One route `/hello*` to an upstream of `nodes` nodes, with `plugin` on it when given.
   // `websocket`: the route's enable_websocket.

@@ -178,6 +178,8 @@ apisix:
 nginx_config:
   worker_processes: {workers}
   error_log_level: warn
+  http:
+{http}
 deployment:
   role: traditional
   role_traditional:
@@ -202,6 +204,13 @@ plugin_attr:
 """
 
 
+def access_log_yaml(path):
+    """The lines under nginx_config.http (indented 4) for the access log at `path`, or off."""
+    if path is None:
+        return "    enable_access_log: false"
+    return "    enable_access_log: true\n    access_log: %s" % path
+
+
 ARTICLES_SCENARIO2 = ("limit-count (count 2000000000000 per 60 s, key remote_addr) + "
                       "prometheus, the articles' route")
 
@@ -213,18 +222,21 @@ class Sluice(Target):
     scenario2 = ARTICLES_SCENARIO2
 
     def __init__(self, binary, upstream, workdir, workers, cpus, name="Sluice",
-                 ssl_yaml="    enable: false"):
+                 ssl_yaml="    enable: false", access_log=None, subdir="sluice"):
         """`ssl_yaml`: the lines under apisix.ssl (indented 4); the HTTPS listener is off
-        unless a caller (`sluice bench tls`) gives it a port."""
+        unless a caller (`sluice bench tls`) gives it a port. `access_log`: the access log's
+        file; None turns it off, as the nginx targets' `access_log off` (`sluice bench
+        accesslog` measures it on). `subdir`: the directory in workdir for its config and
+        data."""
         super().__init__(name)
-        d = os.path.join(workdir, "sluice")
+        d = os.path.join(workdir, subdir)
         os.makedirs(d, exist_ok=True)
         self.port, self.admin_port = free_port(), free_port()
         conf = os.path.join(d, "config.yaml")
         with open(conf, "w") as f:
             f.write(SLUICE_CONFIG.format(port=self.port, workers=workers,
                                          admin_port=self.admin_port, key=ADMIN_KEY,
-                                         ssl=ssl_yaml,
+                                         ssl=ssl_yaml, http=access_log_yaml(access_log),
                                          data_dir=os.path.join(d, "data"),
                                          metrics_port=free_port()))
         self.version = "sluice " + (_tool_version([binary, "version"], r"sluice (\S+)") or "?")
