@@ -68,9 +68,10 @@ bool remote_user(const http::RequestHead& req, std::string* out, std::string_vie
   return true;
 }
 
-// The request line as sent: the raw head's first line, or rebuilt from the parsed head.
+// The request line as sent: the raw head's first line, or rebuilt from the parsed head (an
+// HTTP/2 request's raw head is the HTTP/1.1 one its stream made: nginx logs HTTP/2.0).
 void request_line(const http::RequestHead& req, std::string_view raw, std::string* out) {
-  if (!raw.empty()) {
+  if (!raw.empty() && req.version_major != 2) {
     size_t eol = raw.find('\n');
     std::string_view line = raw.substr(0, eol);
     if (!line.empty() && line.back() == '\r') {
@@ -80,7 +81,12 @@ void request_line(const http::RequestHead& req, std::string_view raw, std::strin
     return;
   }
   out->append(req.method_text.empty() ? http::method_name(req.method) : req.method_text);
-  out->append(" ").append(req.target).append(" HTTP/1.");
+  out->append(" ").append(req.target);
+  if (req.version_major == 2) {
+    out->append(" HTTP/2.0");
+    return;
+  }
+  out->append(" HTTP/1.");
   out->push_back(static_cast<char>('0' + req.version_minor));
 }
 
@@ -119,7 +125,7 @@ void Captured::capture(const Format& f, const router::MatchContext& m, std::stri
       case HeadVar::Kind::kServerProtocol: {
         char proto[] = "HTTP/1.x";
         proto[7] = static_cast<char>('0' + req.version_minor);
-        put(true, proto);
+        put(true, req.version_major == 2 ? "HTTP/2.0" : proto);
         break;
       }
       case HeadVar::Kind::kRemoteUser: {

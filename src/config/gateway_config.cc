@@ -126,6 +126,8 @@ class Reader {
     return walk(
         v, path,
         {{"node_listen", [this](auto& x, auto& p) { return node_listen(x, p); }},
+         {"enable_http2",
+          [this](auto& x, auto& p) { return assign(p, &cfg.enable_http2, yaml_bool(x)); }},
          {"enable_server_tokens",
           [this](auto& x, auto& p) { return assign(p, &cfg.server_tokens, yaml_bool(x)); }},
          {"show_upstream_status_in_response_header",
@@ -271,8 +273,8 @@ class Reader {
     return out;
   }
 
-  // apisix.ssl.listen: [{ip, port, enable_http2, enable_http3}] or ports. HTTP/2 and HTTP/3
-  // are not served yet: asking for them is an error rather than a silent HTTP/1.1.
+  // apisix.ssl.listen: [{ip, port, enable_http2, enable_http3}] or ports. HTTP/3 is not
+  // served yet: asking for it is an error rather than a silent HTTP/1.1.
   Status ssl_listen(const Json& v, const std::string& path) {
     auto& out = cfg.ssl.listen;
     out.clear();
@@ -307,7 +309,7 @@ class Reader {
           walk(v[i], at,
                {{"ip", [addr](auto& x, auto& p) { return assign(p, &addr->ip, parse_ip(x)); }},
                 {"port", [addr](auto& x, auto& p) { return assign(p, &addr->port, yaml_port(x)); }},
-                {"enable_http2", refuse_on("HTTP/2")},
+                {"enable_http2", [addr](auto& x, auto& p) { return http2_flag(x, p, addr); }},
                 {"enable_http3", refuse_on("HTTP/3")}});
       if (!s.is_ok()) {
         return s;
@@ -510,7 +512,8 @@ class Reader {
           [this](auto& x, auto& p) { return assign(p, &cfg.data_dir, as_string(x, 1, 4096)); }},
          {"io_uring",
           [this](auto& x, auto& p) { return assign(p, &cfg.io_uring, io_uring_mode(x)); }},
-         {"access_log_rotate", [this](auto& x, auto& p) { return access_log_rotate(x, p); }}});
+         {"access_log_rotate", [this](auto& x, auto& p) { return access_log_rotate(x, p); }},
+         {"http2", [this](auto& x, auto& p) { return parse_http2_config(x, p, &cfg.http2); }}});
   }
 
   Status plugins(const Json& v, const std::string& path) {
@@ -719,9 +722,16 @@ class Reader {
         v, path,
         {{"ip", [addr](auto& x, auto& p) { return assign(p, &addr->ip, parse_ip(x)); }},
          {"port", [addr](auto& x, auto& p) { return assign(p, &addr->port, yaml_port(x)); }},
-         {"max_connections", [addr](auto& x, auto& p) {
+         {"max_connections",
+          [addr](auto& x, auto& p) {
             return assign(p, &addr->max_connections, connection_cap(x));
-          }}});
+          }},
+         {"enable_http2", [addr](auto& x, auto& p) { return http2_flag(x, p, addr); }}});
+  }
+
+  static Status http2_flag(const Json& v, const std::string& path, ListenAddr* addr) {
+    addr->http2_given = true;
+    return assign(path, &addr->http2, yaml_bool(v));
   }
 
   std::map<std::string, ConfigProvider> providers_;  // role name -> its config_provider
@@ -766,6 +776,11 @@ StatusOr<GatewayConfig> parse_gateway_config(const std::string& yaml_text, const
   GatewayConfig& cfg = reader.cfg;
   cfg.standalone_path = resolve(base, "apisix.yaml");
   cfg.data_dir = resolve(base, cfg.data_dir.empty() ? "data" : cfg.data_dir);
+  for (auto* list : {&cfg.node_listen, &cfg.ssl.listen}) {
+    for (ListenAddr& l : *list) {
+      l.http2 = l.http2_given ? l.http2 : cfg.enable_http2;
+    }
+  }
   if (cfg.admin.https && (cfg.admin.cert.empty() || cfg.admin.key.empty())) {
     return Status::error(
         "config.yaml: deployment.admin.https_admin: needs admin_api_mtls.admin_ssl_cert and "

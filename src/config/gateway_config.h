@@ -20,8 +20,32 @@ struct ListenAddr {
   std::string ip = "0.0.0.0";  // "0.0.0.0", "127.0.0.1", "::", "[::1]" given as "::1"
   uint16_t port = 0;
   uint32_t max_connections = 0;  // cap on this listener's open client connections; 0 = none
+  // enable_http2: h2c by prior knowledge beside HTTP/1.1 (node_listen), ALPN h2 (ssl.listen).
+  bool http2 = false;
+  bool http2_given = false;  // the entry says so itself (else apisix.enable_http2 decides)
   bool operator==(const ListenAddr&) const = default;
 };
+
+// sluice.http2: what HTTP/2 connections announce and enforce (docs/http2.md).
+// Thread: any (value type)
+struct Http2Config {
+  uint32_t max_concurrent_streams = 128;
+  uint32_t initial_window_size = 65535;
+  uint32_t connection_window_size = 1 << 20;
+  uint32_t max_frame_size = 16384;
+  uint32_t max_header_list_size = 32768;
+  uint32_t max_requests = 10000;
+  uint32_t max_continuations = 8;
+  uint32_t reset_burst = 200;
+  uint32_t reset_rate = 50;
+  uint32_t control_burst = 100;
+  uint32_t control_rate = 20;
+  bool operator==(const Http2Config&) const = default;
+};
+
+// Reads sluice.http2 into `out` (gateway_http2.cc). Errors name the key.
+common::Status parse_http2_config(const nlohmann::json& v, const std::string& path,
+                                  Http2Config* out);
 
 enum class ConfigProvider { kYaml, kEtcd, kEmbedded };
 
@@ -152,6 +176,9 @@ struct GatewayConfig {
   // sluice.io_uring: auto (true) batches the workers' socket calls through io_uring where the
   // kernel allows it, else plain system calls; off (false) always plain system calls.
   bool io_uring = true;
+  Http2Config http2;  // sluice.http2
+  // apisix.enable_http2: HTTP/2 on every listener whose entry does not say otherwise.
+  bool enable_http2 = false;
   std::string server_tokens_name = "sluice";  // apisix.server_tokens_name... see .cc
   bool server_tokens = true;                  // apisix.enable_server_tokens
   // apisix.show_upstream_status_in_response_header: X-APISIX-Upstream-Status on every proxied

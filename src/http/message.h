@@ -54,6 +54,7 @@ struct RequestHead {
   std::string_view authority;  // host[:port] from an absolute-form target, else empty
   std::string_view host;       // effective host: authority if present, else the Host header
   int version_minor = 1;       // HTTP/1.x
+  int version_major = 1;       // 2: the request came over HTTP/2 (rebuilt as an HTTP/1.1 head)
   // The path as nginx's $uri: percent-decoded, dot segments resolved, slashes merged
   // (http/path.h). Routes match it and it is the `uri` variable; a view of `path` when that is
   // already normal, else of uri_buf. `path` and `target` stay raw: they are what is forwarded.

@@ -256,6 +256,11 @@ common::Status Gateway::start_workers() {
   settings->limits.underscores_in_headers = conf_.underscores_in_headers;
   settings->io_uring = conf_.io_uring;
   settings->show_upstream_status = conf_.show_upstream_status;
+  const config::Http2Config& h2 = conf_.http2;
+  settings->h2 = {h2.max_concurrent_streams, h2.initial_window_size,  h2.connection_window_size,
+                  h2.max_frame_size,         h2.max_header_list_size, h2.max_requests,
+                  h2.max_continuations,      h2.reset_burst,          h2.reset_rate,
+                  h2.control_burst,          h2.control_rate};
   settings->worker_connections =
       conf_.worker_connections == 0 ? UINT32_MAX : conf_.worker_connections;
   auto limits = std::make_shared<server::ConnLimits>(conf_.max_connections);
@@ -322,6 +327,19 @@ common::Status Gateway::make_tls_contexts() {
       return common::Status::error("apisix.ssl: " + ctx.status().message());
     }
     https_tls_ = std::move(ctx).value();
+    // Listeners with enable_http2 offer h2 in ALPN; the others keep answering http/1.1 only.
+    bool h2 = false;
+    for (const auto& l : conf_.ssl.listen) {
+      h2 = h2 || l.http2;
+    }
+    if (h2) {
+      o.alpn_h2 = true;
+      auto h2ctx = tls::ServerContext::create(o);
+      if (!h2ctx) {
+        return common::Status::error("apisix.ssl: " + h2ctx.status().message());
+      }
+      https_h2_tls_ = std::move(h2ctx).value();
+    }
   }
   if (admin_service_ && conf_.admin.https) {
     tls::ServerContext::Options o;
@@ -387,10 +405,11 @@ void Gateway::on_sighup() {
       old_conf.node_listen.size() != conf_.node_listen.size() ||
       old_conf.config_provider != conf_.config_provider || old_conf.data_dir != conf_.data_dir ||
       old_conf.etcd != conf_.etcd || !(old_conf.ssl == conf_.ssl) ||
+      old_conf.node_listen != conf_.node_listen || old_conf.http2 != conf_.http2 ||
       !(old_conf.access_log == conf_.access_log)) {
     SLUICE_LOG(kWarn,
-               "worker_processes, node_listen, apisix.ssl, the config provider, deployment.etcd, "
-               "data_dir and access log changes take effect after a restart");
+               "worker_processes, node_listen, apisix.ssl, sluice.http2, the config provider, "
+               "deployment.etcd, data_dir and access log changes take effect after a restart");
   }
   conf_.access_log = old_conf.access_log;  // the workers' writers are made at start
   // The running process keeps its provider, store and Admin API settings.

@@ -160,6 +160,7 @@ class Gateway {
   std::shared_ptr<AdminService> admin_service_;
   // Before workers_: their listeners and connections point at these, so they go after them.
   std::shared_ptr<tls::ServerContext> https_tls_, admin_tls_;
+  std::shared_ptr<tls::ServerContext> https_h2_tls_;  // ALPN h2 too: enable_http2 listeners
   std::vector<std::unique_ptr<server::Worker>> workers_;
   // The prometheus plugin's cells, one per worker (read by the export server).
   std::unique_ptr<LocalHttp> metrics_export_;

@@ -99,11 +99,11 @@ std::string Gateway::provider_description() const {
 // first configuration is published, so a client connecting now is served.
 void Gateway::announce_ready() const {
   for (const auto& l : conf_.node_listen) {
-    log_startup(fmt::format("listening on {} (http)", host_port(l)));
+    log_startup(fmt::format("listening on {} (http{})", host_port(l), l.http2 ? ", h2c" : ""));
   }
   if (conf_.ssl.enabled) {
     for (const auto& l : conf_.ssl.listen) {
-      log_startup(fmt::format("listening on {} (https)", host_port(l)));
+      log_startup(fmt::format("listening on {} (https{})", host_port(l), l.http2 ? ", h2" : ""));
     }
   }
   if (admin_service_) {
@@ -168,7 +168,10 @@ common::Status Gateway::add_listeners(server::Worker& w, server::ConnLimits& lim
                                       int n) {
   auto specs = listener_specs(conf_, admin_service_ != nullptr);
   for (size_t li = 0; li < specs.size(); ++li) {
-    auto kind = specs[li].admin ? server::ListenerKind::kAdmin : server::ListenerKind::kProxy;
+    const bool h2 = !specs[li].admin && specs[li].addr->http2;
+    auto kind = specs[li].admin ? server::ListenerKind::kAdmin
+                : h2            ? server::ListenerKind::kProxyH2
+                                : server::ListenerKind::kProxy;
     std::vector<int> fds;
     for (size_t j = static_cast<size_t>(index); j < inherited_[li].size();
          j += static_cast<size_t>(n)) {
@@ -185,7 +188,7 @@ common::Status Gateway::add_listeners(server::Worker& w, server::ConnLimits& lim
     }
     const tls::ServerContext* tls = nullptr;
     if (specs[li].tls) {
-      tls = specs[li].admin ? admin_tls_.get() : https_tls_.get();
+      tls = specs[li].admin ? admin_tls_.get() : h2 ? https_h2_tls_.get() : https_tls_.get();
     }
     for (int fd : fds) {
       listen_fds_.push_back(fd);

@@ -13,6 +13,8 @@
 
 #include "common/log.h"
 #include "common/strings.h"
+#include "server/h2_limits.h"
+#include "server/h2_stream.h"
 #include "server/real_ip.h"
 #include "server/worker.h"
 
@@ -40,7 +42,9 @@ ClientConn::ClientConn(Worker& w, int fd, const io::SockAddr& peer, uint16_t loc
       peer_port_(peer.port()),
       local_port_(local_port),
       cap_(cap),
-      admin_port_(kind == ListenerKind::kAdmin) {
+      admin_port_(kind == ListenerKind::kAdmin),
+      h2_allowed_(kind == ListenerKind::kProxyH2),
+      h2_pending_(h2_allowed_) {
   w_.idle_add(this);
   peer_addr_ = router::ip_from_sockaddr(peer.get());
   if (w_.access_log() != nullptr && w_.access_log()->format().uses(accesslog::Var::kServerAddr)) {
@@ -67,6 +71,7 @@ ClientConn::ClientConn(Worker& w, int fd, const io::SockAddr& peer, uint16_t loc
 
 ClientConn::~ClientConn() {
   transport_->cancel_read();  // before in_ goes back to the worker
+  h2_.reset();                // its streams' exchanges end first
   forget_admin();
   if (Exchange* ex = exchange()) {
     ex->abort();
@@ -92,6 +97,11 @@ void ClientConn::on_io(uint32_t events) {
 
 void ClientConn::on_drain() {
   keep_alive_ = false;
+  if (state_ == State::kH2) {
+    h2_->on_drain();  // GOAWAY: streams in flight finish, new ones are refused
+    drive();
+    return;
+  }
   if (state_ == State::kExchange) {
     msg_->exchange.on_drain(w_.drain_left_ms());  // a tunnel learns its deadline
   }
@@ -122,7 +132,7 @@ void ClientConn::drive() {
 
 ClientConn::Step ClientConn::step() {
   // A queued interim response (100 Continue) leaves before anything else.
-  if (!out_.empty() && state_ != State::kLocalReply &&
+  if (!out_.empty() && state_ != State::kLocalReply && state_ != State::kH2 &&
       (state_ != State::kExchange || !msg_->exchange.response_started())) {
     if (Step s = flush_out(); s != Step::kDone) {
       return s;
@@ -141,6 +151,19 @@ ClientConn::Step ClientConn::step() {
       return write_local_reply();
     case State::kLinger:
       return linger();
+    case State::kH2:
+      switch (h2_->step()) {
+        case H2Session::Result::kProgress:
+          return Step::kProgress;
+        case H2Session::Result::kWait:
+          return Step::kWait;
+        case H2Session::Result::kClose:
+          if (state_ != State::kClosed) {
+            close_now();
+          }
+          return Step::kProgress;
+      }
+      return Step::kProgress;
     case State::kClosed:
       return Step::kDone;
   }
@@ -169,7 +192,12 @@ ClientConn::Step ClientConn::read_client(bool* eof) {
 }
 
 ClientConn::Step ClientConn::read_head() {
-  if (!in_.empty()) {
+  if (h2_pending_) [[unlikely]] {
+    if (Step s; detect_h2(&s)) {
+      return s;
+    }
+  }
+  if (!in_.empty() && !h2_pending_) {
     if (!msg_) {
       msg_ = w_.take_message();
     }
@@ -254,74 +282,16 @@ void ClientConn::start_request() {
     }
   }
   // The one branch the Admin API costs a proxied request (a prefix compare when enabled).
-  if (admin_port_ || (w_.settings().admin && is_admin_path(req.path))) [[unlikely]] {
+  if (admin_request(req)) [[unlikely]] {
     start_admin();
     return;
   }
-  if (tls_ && !tls_client_ok()) [[unlikely]] {
+  if (tls_ && !tls_client_ok(req)) [[unlikely]] {
     keep_alive_ = false;
     local_reply(400, {}, true);
     return;
   }
   start_exchange();
-}
-
-// APISIX's verify_https_client: the object the request's Host names decides. When it verifies
-// clients, the connection must have a verified certificate (or the path an exemption) and
-// its SNI must be that Host, so neither another object's SNI nor a wildcard sibling's
-// verification lets a client past it.
-bool ClientConn::tls_client_ok() {
-  const tls::CertIndex* certs = w_.certs();
-  if (certs == nullptr || !certs->any_client_verification()) {
-    return true;  // the common case: one flag read
-  }
-  const http::TlsInfo& t = tls_->info();
-  // Paths are matched as routes see them ($uri: decoded, dot segments resolved), never raw.
-  std::string_view path = msg_->req.uri;
-  // The handshake's own object first: one that deferred its check to the request (a
-  // skip_mtls_uri_regex) lets a client in without a certificate, so no Host may lift that.
-  if (const tls::CertEntryPtr& by_sni = tls_->cert(); by_sni && by_sni->verify_per_request() &&
-                                                      t.client_verify != "SUCCESS" &&
-                                                      !by_sni->skips_mtls(path)) {
-    SLUICE_LOG(kError, "client {}: client certificate {}", peer_ip_,
-               t.client_verify == "NONE"
-                   ? std::string("was not present")
-                   : "verification is not passed: " + std::string(t.client_verify));
-    return false;
-  }
-  std::string_view host = msg_->req.host;
-  if (size_t colon = host.rfind(':'); colon != std::string_view::npos && !host.starts_with('[')) {
-    host = host.substr(0, colon);  // the port
-  }
-  if (!host.empty() && host.back() == '.') {
-    host.remove_suffix(1);  // nginx's $host drops it
-  }
-  const tls::CertEntryPtr* by_host = certs->find(host);
-  if (by_host == nullptr || !(*by_host)->verifies_clients()) {
-    return true;
-  }
-  if (t.client_verify != "SUCCESS" || tls_->cert() != *by_host) {
-    if ((*by_host)->verify_per_request() && (*by_host)->skips_mtls(path)) {
-      return true;
-    }
-    if (t.client_verify == "NONE") {
-      SLUICE_LOG(kError, "client {}: client certificate was not present", peer_ip_);
-      return false;
-    }
-    if (t.client_verify != "SUCCESS") {
-      SLUICE_LOG(kError, "client {}: client certificate verification is not passed: {}", peer_ip_,
-                 t.client_verify);
-      return false;
-    }
-  }
-  if (host.size() == t.server_name.size() &&
-      std::equal(host.begin(), host.end(), t.server_name.begin(),
-                 [](char a, char b) { return common::ascii_lower(a) == common::ascii_lower(b); })) {
-    return true;
-  }
-  SLUICE_LOG(kError, "client {}: client certificate verified with SNI {}, but the host is {}",
-             peer_ip_, t.server_name, host);
-  return false;
 }
 
 void ClientConn::start_exchange() {
@@ -457,6 +427,12 @@ void ClientConn::on_timeout(void* self) {
 }
 
 void ClientConn::handle_timeout() {
+  if (state_ == State::kH2) {
+    if (h2_->on_timeout()) {
+      close_now();
+    }
+    return;
+  }
   if (state_ == State::kAdminWait) {
     admin_timed_out();
     return;
@@ -468,6 +444,9 @@ void ClientConn::handle_timeout() {
 }
 
 void ClientConn::close_now() {
+  if (h2_) {
+    h2_->close_all();
+  }
   forget_admin();
   if (Exchange* ex = exchange()) {
     ex->abort();

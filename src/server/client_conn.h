@@ -23,6 +23,7 @@
 #include "server/conn_limits.h"
 #include "server/downstream.h"
 #include "server/exchange.h"
+#include "server/h2_session.h"
 #include "server/listener.h"
 #include "tls/transport.h"
 
@@ -86,6 +87,26 @@ class ClientConn final : public io::IoHandler, public Downstream {
   // The control thread's answer to the submitted admin request (Worker::on_admin_reply).
   void on_admin_reply(AdminResponse resp);
 
+  // --- what an HTTP/2 session (h2_session.h) uses of the connection it took over ---
+  std::string_view peer_ip() const { return peer_ip_; }
+  io::Timer& timer() { return timer_; }
+  io::Outbox& out() { return out_; }
+  io::Buffer& in() { return in_; }
+  // Writes out(): kDone, kWait (the socket is full; its send timeout runs) or kClosed.
+  Flush flush_h2();
+  // Reads into in(): kData, kWait, or kEof (the client is gone).
+  io::Transport::Read read_h2();
+  // No stream is open: the read buffer (and TLS's) go back until bytes come, as for an idle
+  // HTTP/1.1 connection.
+  void h2_idle();
+  // The request goes to the Admin API (an admin port, or its path on a proxy port).
+  bool admin_request(const http::RequestHead& req) const;
+  // On a TLS connection with client verification: false (the request is answered 400) when
+  // this request needs a verified certificate it lacks (APISIX's verify_https_client).
+  bool tls_client_ok(const http::RequestHead& req);
+  // The peer, the port it came in on and the TLS session, as an exchange sees them.
+  ClientInfo client_info() const;
+
   // Downstream: what the exchange sees of this connection.
   std::string_view request_head() const override { return {in_.data(), head_len_}; }
   void release_head() override;
@@ -111,6 +132,7 @@ class ClientConn final : public io::IoHandler, public Downstream {
     kAdminWait,   // an admin request is with the control thread; nothing is read
     kLocalReply,  // the connection's own answer (bad request, admin) is being written
     kLinger,      // rejected: draining the client's leftover bytes before closing
+    kH2,          // an HTTP/2 session (h2_) has the connection
     kClosed,
   };
   enum class Step { kProgress, kWait, kDone };
@@ -149,14 +171,15 @@ class ClientConn final : public io::IoHandler, public Downstream {
   void handle_timeout();
   void close_now();
   Exchange* exchange() { return msg_ ? &msg_->exchange : nullptr; }
+  // HTTP/2 was detected (the h2c preface, or ALPN h2): the session takes the connection.
+  Step start_h2();
+  // On an enable_http2 listener, before the first request: true once HTTP/2 took over.
+  bool detect_h2(Step* s);
   // The access log's line for an answer of the connection's own (a bad request, the Admin
   // API's) or a request head that never completed (conn_log.cc).
   void log_local(int status, uint64_t bytes_sent, uint64_t body_bytes);
   // Keeps the head's values the access log prints, while msg_->req is valid.
   void capture_for_log();
-  // On a TLS connection with client verification: false (the request is answered 400) when
-  // this request needs a verified certificate it lacks (APISIX's verify_https_client).
-  bool tls_client_ok();
 
   Worker& w_;
   io::SocketTransport sock_;  // the client's socket
@@ -204,6 +227,10 @@ class ClientConn final : public io::IoHandler, public Downstream {
   uint64_t request_in_ = 0;
   bool head_parsed_ = false;
   bool head_captured_ = false;
+  // The listener serves HTTP/2 too; until the first bytes (or ALPN) decide, h2_pending_.
+  bool h2_allowed_ = false;
+  bool h2_pending_ = false;
+  std::unique_ptr<H2Session> h2_;
 };
 
 // How long a draining worker waits for the first request of a connection it had accepted.

@@ -18,7 +18,8 @@ bool Exchange::wants_upgrade(const http::RequestHead& req,
   // RFC 9110 7.8: an HTTP/1.0 request's Upgrade is ignored. A request with a body is sent as
   // a plain request (a WebSocket handshake is a GET without one, RFC 6455 4.1). A draining
   // worker starts no tunnel.
-  if (!st_.route->websocket || req.version_minor == 0 || st_.has_body || w_.draining()) {
+  if (!st_.route->websocket || req.version_minor == 0 || req.version_major == 2 || st_.has_body ||
+      w_.draining()) {
     return false;
   }
   const http::Header* up = req.find("upgrade");

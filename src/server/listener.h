@@ -11,9 +11,10 @@ namespace sluice::server {
 
 class Worker;
 
-// What a listening socket serves: proxied traffic (apisix.node_listen) or only the Admin API
-// (deployment.admin.admin_listen).
-enum class ListenerKind : uint8_t { kProxy, kAdmin };
+// What a listening socket serves: proxied traffic (apisix.node_listen, apisix.ssl.listen),
+// the same with HTTP/2 as well (enable_http2: h2c by prior knowledge on a plain port, ALPN h2
+// on a TLS one), or only the Admin API (deployment.admin.admin_listen).
+enum class ListenerKind : uint8_t { kProxy, kProxyH2, kAdmin };
 
 // Thread: worker
 class Listener : public io::IoHandler {

@@ -8,6 +8,7 @@
 #include "accesslog/config.h"
 #include "codec/h1/parser.h"
 #include "server/admin_hook.h"
+#include "server/h2_limits.h"
 #include "server/real_ip.h"
 
 namespace sluice::server {
@@ -39,6 +40,8 @@ struct Settings {
   bool io_uring = true;
   // The access log (nginx_config.http.access_log*); null when it is off.
   std::shared_ptr<const accesslog::Config> access_log;
+  // sluice.http2: what HTTP/2 connections announce and enforce (enable_http2 listeners).
+  H2Settings h2;
 };
 
 }  // namespace sluice::server

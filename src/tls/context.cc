@@ -163,24 +163,39 @@ int proto_version(std::string_view name) {
 
 const unsigned char kSessionIdContext[] = "sluice";
 
-// ALPN: HTTP/1.1 is what is served; a client offering only h2 gets no ALPN answer and may
-// fall back or give up (RFC 7301 lets the server ignore the extension).
-int select_alpn(SSL*, const unsigned char** out, unsigned char* outlen, const unsigned char* in,
-                unsigned int inlen, void*) {
+// Finds `proto` in a ClientHello's ALPN list (hostile input: every length is checked).
+bool offered(const unsigned char* in, unsigned int inlen, std::string_view proto,
+             const unsigned char** out, unsigned char* outlen) {
   unsigned int at = 0;
   while (at < inlen) {
     unsigned int n = in[at];
     if (n > inlen - at - 1) {
       break;
     }
-    if (n == 8 && std::memcmp(in + at + 1, "http/1.1", 8) == 0) {
+    if (n == proto.size() && std::memcmp(in + at + 1, proto.data(), n) == 0) {
       *out = in + at + 1;
-      *outlen = 8;
-      return SSL_TLSEXT_ERR_OK;
+      *outlen = static_cast<unsigned char>(n);
+      return true;
     }
     at += 1 + n;
   }
-  return SSL_TLSEXT_ERR_NOACK;
+  return false;
+}
+
+// ALPN: HTTP/1.1 is what is served; a client offering only h2 gets no ALPN answer and may
+// fall back or give up (RFC 7301 lets the server ignore the extension).
+int select_alpn(SSL*, const unsigned char** out, unsigned char* outlen, const unsigned char* in,
+                unsigned int inlen, void*) {
+  return offered(in, inlen, "http/1.1", out, outlen) ? SSL_TLSEXT_ERR_OK : SSL_TLSEXT_ERR_NOACK;
+}
+
+// An enable_http2 listener: h2 when the client offers it (the server's preference), else
+// http/1.1.
+int select_alpn_h2(SSL*, const unsigned char** out, unsigned char* outlen, const unsigned char* in,
+                   unsigned int inlen, void*) {
+  return offered(in, inlen, "h2", out, outlen) || offered(in, inlen, "http/1.1", out, outlen)
+             ? SSL_TLSEXT_ERR_OK
+             : SSL_TLSEXT_ERR_NOACK;
 }
 
 }  // namespace
@@ -213,7 +228,7 @@ StatusOr<std::shared_ptr<ServerContext>> ServerContext::create(const Options& o)
   SSL_CTX_set_mode(ctx, SSL_MODE_RELEASE_BUFFERS | SSL_MODE_ENABLE_PARTIAL_WRITE |
                             SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
   SSL_CTX_set_dh_auto(ctx, 1);
-  SSL_CTX_set_alpn_select_cb(ctx, select_alpn, nullptr);
+  SSL_CTX_set_alpn_select_cb(ctx, o.alpn_h2 ? select_alpn_h2 : select_alpn, nullptr);
   SSL_CTX_set_session_id_context(ctx, kSessionIdContext, sizeof(kSessionIdContext) - 1);
   SSL_CTX_set_session_cache_mode(ctx, SSL_SESS_CACHE_SERVER);
   SSL_CTX_sess_set_cache_size(ctx, 80 * 1024);  // about APISIX's 20 MiB shared cache

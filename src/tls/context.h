@@ -43,6 +43,8 @@ class ServerContext {
     uint32_t session_timeout_s = 600;  // APISIX's ssl_session_timeout 10m
     // A fixed certificate instead of the CertIndex (the Admin API's https listener).
     std::string cert_file, key_file, client_ca_file;
+    // ALPN offers h2 (preferred) besides http/1.1: the listener serves HTTP/2.
+    bool alpn_h2 = false;
   };
 
   ~ServerContext();

@@ -260,7 +260,7 @@ def test_ssl_ciphers_refusal(make_gateway, upstream, certs):
 
 
 def test_alpn_never_selects_h2(make_gateway, upstream, certs):
-    """HTTP/2 is not served yet: a client offering h2,http/1.1 must get http/1.1 or no ALPN,
+    """Without enable_http2: a client offering h2,http/1.1 must get http/1.1 or no ALPN,
     and HTTP/1.1 must then work."""
     gw = tls_gateway(make_gateway, upstream, standard_ssls(certs))
     with TlsClient(gw.https_port, "a.test", client_ctx(alpn=["h2", "http/1.1"])) as c:
@@ -1108,3 +1108,23 @@ def test_memory_idle_tls_vs_plain(make_gateway, upstream, certs):
                                                           t_cost - p_cost))
         gw.stop()
     assert min(extra) < 20.0, extra
+
+
+def test_mtls_checks_each_http2_stream(make_gateway, upstream, certs):
+    """verify_https_client runs per request over HTTP/2 as over HTTP/1.1: each stream's
+    :authority names the object that decides, so neither another SNI (TEST 12's shape) nor
+    an exempt first stream lets a later one past it."""
+    import h2_kit
+    gw = tls_gateway(make_gateway, upstream, mtls_ssls(certs),
+                     config={"apisix": {"enable_http2": True}})
+    with h2_kit.H2Client(gw.https_port, tls_name="open.test") as c:
+        c.authority = "open.test"
+        assert c.response(c.request("/fine"))["headers"][":status"] == "200"
+        c.authority = "secure.test"
+        assert c.response(c.request("/bypass"))["headers"][":status"] == "400"
+    with h2_kit.H2Client(gw.https_port, tls_name="skip.test") as c:
+        c.authority = "skip.test"
+        assert c.response(c.request("/public/a"))["headers"][":status"] == "200"
+        assert c.response(c.request("/private"))["headers"][":status"] == "400"
+        assert c.response(c.request("/public/../private"))["headers"][":status"] == "400"
+    assert upstream.requests_for("/bypass") == [] and upstream.requests_for("/private") == []

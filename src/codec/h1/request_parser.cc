@@ -20,6 +20,7 @@ void reset_request(http::RequestHead* out) {
   out->method_text = out->target = out->path = out->query = out->uri = {};
   out->authority = out->host = {};
   out->version_minor = 1;
+  out->version_major = 1;
   out->num_headers = 0;
   out->body_kind = BodyKind::kNone;
   out->content_length = 0;

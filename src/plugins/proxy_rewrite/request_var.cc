@@ -128,7 +128,9 @@ bool RequestVar::get(VarSource& src, std::string_view* out) const {
       *out = ctx.consumer_group_id;
       break;
     case Kind::kServerProtocol:
-      *out = ctx.req->version_minor == 0 ? "HTTP/1.0" : "HTTP/1.1";
+      *out = ctx.req->version_major == 2   ? "HTTP/2.0"
+             : ctx.req->version_minor == 0 ? "HTTP/1.0"
+                                           : "HTTP/1.1";
       break;
   }
   return !out->empty();

@@ -247,7 +247,6 @@ plugin_attr:
       c.warnings,
       ElementsAre(
           "config.yaml: apisix.enable_admin is not supported yet and is ignored",
-          "config.yaml: apisix.node_listen[0].enable_http2 is not supported yet and is ignored",
           "config.yaml: nginx_config.error_log is not supported yet and is ignored",
           "config.yaml: plugin_attr.log-rotate is not supported yet and is ignored",
           "config.yaml: plugin_attr.prometheus.refresh_interval is not supported yet and is "
@@ -255,6 +254,71 @@ plugin_attr:
   // `plugins` and the built-in plugins' plugin_attr sections are read, not warned about.
   EXPECT_TRUE(c.plugins_listed);
   EXPECT_EQ(c.plugins, std::vector<std::string>{"limit-count"});
+}
+
+TEST(GatewayConfig, Http2PerListenerAndGlobal) {
+  GatewayConfig c = parse_ok(R"(
+apisix:
+  node_listen:
+    - port: 9080
+    - port: 9081
+      enable_http2: true
+  ssl:
+    listen:
+      - port: 9443
+        enable_http2: true
+      - port: 9444
+)");
+  EXPECT_FALSE(c.node_listen[0].http2);
+  EXPECT_TRUE(c.node_listen[1].http2);
+  EXPECT_TRUE(c.ssl.listen[0].http2);
+  EXPECT_FALSE(c.ssl.listen[1].http2);
+  // apisix.enable_http2 turns it on where an entry does not say otherwise.
+  c = parse_ok(R"(
+apisix:
+  enable_http2: true
+  node_listen:
+    - 9080
+    - port: 9081
+      enable_http2: false
+  ssl:
+    listen: [9443]
+)");
+  EXPECT_TRUE(c.node_listen[0].http2);
+  EXPECT_FALSE(c.node_listen[1].http2);
+  EXPECT_TRUE(c.ssl.listen[0].http2);
+  EXPECT_FALSE(parse_ok("").node_listen[0].http2);
+}
+
+TEST(GatewayConfig, Http2Settings) {
+  GatewayConfig c = parse_ok(R"(
+sluice:
+  http2:
+    max_concurrent_streams: 10
+    initial_window_size: 1048576
+    max_header_list_size: 4096
+    reset_burst: 5
+)");
+  EXPECT_EQ(c.http2.max_concurrent_streams, 10u);
+  EXPECT_EQ(c.http2.initial_window_size, 1048576u);
+  EXPECT_EQ(c.http2.max_header_list_size, 4096u);
+  EXPECT_EQ(c.http2.reset_burst, 5u);
+  EXPECT_EQ(c.http2.max_frame_size, 16384u);  // the default stays
+  auto bad = [](const char* text) {
+    auto r = parse_gateway_config(text, "/etc/sluice");
+    return r.is_ok() ? std::string() : r.status().message();
+  };
+  EXPECT_EQ(bad("sluice:\n  http2:\n    max_frame_size: 1000\n"),
+            "config.yaml: sluice.http2.max_frame_size: expected an integer 16384-16777215, got "
+            "1000");
+  EXPECT_EQ(bad("sluice:\n  http2:\n    max_streams: 10\n"),
+            "config.yaml: sluice.http2.max_streams: unknown key");
+  EXPECT_EQ(bad("sluice:\n  http2:\n    initial_window_size: 2147483648\n"),
+            "config.yaml: sluice.http2.initial_window_size: expected an integer "
+            "1024-2147483647, got 2147483648");
+  // HTTP/3 is still refused rather than silently served as HTTP/1.1.
+  EXPECT_NE(bad("apisix:\n  ssl:\n    listen:\n      - port: 9443\n        enable_http3: true\n"),
+            "");
 }
 
 TEST(GatewayConfig, PluginsAndPluginAttrDefaults) {
