@@ -125,7 +125,8 @@ clean-arm64:
 # published, limit-count's node-wide counters hammered by 8 threads, limit-req's buckets,
 # limit-conn's counts and api-breaker's states taken by many threads at once, request-id's
 # per-thread generators, metric cells read while a worker records, health state reported by
-# workers while the checker flips it) under TSan.
+# workers while the checker flips it, the loggers' batch processors fed by workers while their
+# sender threads cut batches) under TSan.
 .PHONY: test-asan test-tsan build-asan build-tsan
 ASAN_BUILD ?= build-asan
 TSAN_BUILD ?= build-tsan
@@ -148,7 +149,8 @@ $(TSAN_BUILD)/build.ninja:
 build-tsan: $(TSAN_BUILD)/build.ninja
 	cmake --build $(TSAN_BUILD) -j $(JOBS) --target unit_io unit_server \
 	  unit_plugins_limit_count unit_plugins_limit_req unit_plugins_limit_conn \
-	  unit_plugins_api_breaker unit_plugins_request_id unit_metrics unit_health unit_etcd
+	  unit_plugins_api_breaker unit_plugins_request_id unit_metrics unit_health unit_etcd \
+	  unit_batch
 
 test-tsan: build-tsan
 	$(TSAN_BUILD)/unit_io
@@ -158,6 +160,7 @@ test-tsan: build-tsan
 	$(TSAN_BUILD)/unit_plugins_limit_conn
 	$(TSAN_BUILD)/unit_plugins_api_breaker
 	$(TSAN_BUILD)/unit_plugins_request_id
+	$(TSAN_BUILD)/unit_batch
 	$(TSAN_BUILD)/unit_metrics
 	$(TSAN_BUILD)/unit_health
 	$(TSAN_BUILD)/unit_etcd
