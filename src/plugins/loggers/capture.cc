@@ -7,6 +7,8 @@
 #include <map>
 #include <vector>
 
+#include "plugin/args.h"
+
 namespace sluice::plugins::loggers {
 
 namespace {
@@ -27,44 +29,6 @@ void each(const std::string& buf, const void* owner, Part part, F&& f) {
       f(std::string_view(buf).substr(at + kHeader, n));
     }
     at += kHeader + n;
-  }
-}
-
-int hex(char c) {
-  if (c >= '0' && c <= '9') {
-    return c - '0';
-  }
-  c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
-}
-
-// ngx.req.get_uri_args' decoding: %XX and '+' as a space.
-std::string unescape(std::string_view s) {
-  std::string out;
-  out.reserve(s.size());
-  for (size_t i = 0; i < s.size(); ++i) {
-    if (s[i] == '+') {
-      out.push_back(' ');
-    } else if (s[i] == '%' && i + 2 < s.size() && hex(s[i + 1]) >= 0 && hex(s[i + 2]) >= 0) {
-      out.push_back(static_cast<char>(hex(s[i + 1]) * 16 + hex(s[i + 2])));
-      i += 2;
-    } else {
-      out.push_back(s[i]);
-    }
-  }
-  return out;
-}
-
-// Adds `value` under `key`; a second value turns it into an array, as ngx.req's tables do.
-void add(plugin::Json& obj, const std::string& key, plugin::Json value) {
-  auto it = obj.find(key);
-  if (it == obj.end()) {
-    obj[key] = std::move(value);
-  } else if (it->is_array()) {
-    it->push_back(std::move(value));
-  } else {
-    plugin::Json arr = plugin::Json::array({std::move(*it), std::move(value)});
-    *it = std::move(arr);
   }
 }
 
@@ -142,25 +106,10 @@ void request_members(const plugin::Context& ctx, std::string* out) {
   append_json_string(out, req->method_text);
   plugin::Json headers = plugin::Json::object();
   for (size_t i = 0; i < req->num_headers; ++i) {
-    add(headers, lower(req->headers[i].name), std::string(req->headers[i].value));
+    plugin::add_value(headers, lower(req->headers[i].name), std::string(req->headers[i].value));
   }
   out->append(",\"headers\":").append(dump(headers));
-  plugin::Json args = plugin::Json::object();
-  std::string_view q = req->query;
-  while (!q.empty()) {
-    size_t amp = q.find('&');
-    std::string_view pair = q.substr(0, amp);
-    q = amp == std::string_view::npos ? std::string_view() : q.substr(amp + 1);
-    if (pair.empty()) {
-      continue;
-    }
-    size_t eq = pair.find('=');
-    if (eq == std::string_view::npos) {
-      add(args, unescape(pair), true);
-    } else if (eq > 0) {
-      add(args, unescape(pair.substr(0, eq)), unescape(pair.substr(eq + 1)));
-    }
-  }
+  plugin::Json args = plugin::decode_args(req->query);
   out->append(",\"querystring\":").append(dump(args));
 }
 
@@ -169,12 +118,12 @@ void response_headers(const plugin::Context& ctx, std::string* out) {
   if (const http::ResponseHead* up = ctx.upstream_resp) {
     for (size_t i = 0; i < up->num_headers; ++i) {
       if (!ctx.resp.headers.drops(up->headers[i].name)) {
-        add(headers, lower(up->headers[i].name), std::string(up->headers[i].value));
+        plugin::add_value(headers, lower(up->headers[i].name), std::string(up->headers[i].value));
       }
     }
   }
   ctx.resp.headers.for_each_added([&](std::string_view name, std::string_view value) {
-    add(headers, lower(name), std::string(value));
+    plugin::add_value(headers, lower(name), std::string(value));
   });
   out->append(dump(headers));
 }

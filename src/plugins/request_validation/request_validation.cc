@@ -2,6 +2,8 @@
 
 #include <memory>
 
+#include "plugin/args.h"
+
 namespace sluice::plugins::request_validation {
 
 using plugin::Action;
@@ -30,44 +32,6 @@ std::string lower(std::string_view s) {
   return out;
 }
 
-int hex(char c) {
-  if (c >= '0' && c <= '9') {
-    return c - '0';
-  }
-  c = static_cast<char>(c | 0x20);
-  return c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
-}
-
-// ngx.unescape_uri as decode_args uses it: %XX decoded, '+' is a space.
-std::string unescape(std::string_view s) {
-  std::string out;
-  out.reserve(s.size());
-  for (size_t i = 0; i < s.size(); ++i) {
-    if (s[i] == '+') {
-      out.push_back(' ');
-    } else if (s[i] == '%' && i + 2 < s.size() && hex(s[i + 1]) >= 0 && hex(s[i + 2]) >= 0) {
-      out.push_back(static_cast<char>(hex(s[i + 1]) * 16 + hex(s[i + 2])));
-      i += 2;
-    } else {
-      out.push_back(s[i]);
-    }
-  }
-  return out;
-}
-
-// Adds `v` under `k`, making an array of a repeated key's values.
-void put(Json& obj, const std::string& k, Json v) {
-  auto it = obj.find(k);
-  if (it == obj.end()) {
-    obj.emplace(k, std::move(v));
-  } else if (it->is_array()) {
-    it->push_back(std::move(v));
-  } else {
-    Json arr = Json::array({std::move(*it), std::move(v)});
-    *it = std::move(arr);
-  }
-}
-
 }  // namespace
 
 const plugin::PluginInfo& info() {
@@ -78,7 +42,7 @@ const plugin::PluginInfo& info() {
 Json header_object(const http::RequestHead& req, const std::vector<std::string>& names) {
   Json out = Json::object();
   for (size_t i = 0; i < req.num_headers; ++i) {
-    put(out, lower(req.headers[i].name), Json(std::string(req.headers[i].value)));
+    plugin::add_value(out, lower(req.headers[i].name), Json(std::string(req.headers[i].value)));
   }
   // ngx.req.get_headers()'s table finds `User-Agent` and `user_agent` as `user-agent`.
   for (const std::string& n : names) {
@@ -96,25 +60,6 @@ Json header_object(const http::RequestHead& req, const std::vector<std::string>&
     if (it != out.end()) {
       Json copy = *it;
       out.emplace(n, std::move(copy));
-    }
-  }
-  return out;
-}
-
-Json decode_form(std::string_view body) {
-  Json out = Json::object();
-  while (!body.empty()) {
-    size_t amp = body.find('&');
-    std::string_view pair = body.substr(0, amp);
-    body = amp == std::string_view::npos ? std::string_view() : body.substr(amp + 1);
-    if (pair.empty()) {
-      continue;
-    }
-    size_t eq = pair.find('=');
-    if (eq == std::string_view::npos) {
-      put(out, unescape(pair), Json(true));
-    } else if (eq > 0) {
-      put(out, unescape(pair.substr(0, eq)), Json(unescape(pair.substr(eq + 1))));
     }
   }
   return out;
@@ -150,7 +95,7 @@ Action RequestValidation::rewrite(Context& ctx) const {
   // APISIX compares the whole Content-Type with the form type: a charset makes it JSON.
   const http::Header* type = ctx.req->find("content-type");
   if (type != nullptr && type->value == "application/x-www-form-urlencoded") {
-    body = decode_form(ctx.request_body);
+    body = plugin::decode_args(ctx.request_body);
   } else {
     try {
       body = Json::parse(ctx.request_body);

@@ -18,9 +18,6 @@ const plugin::PluginInfo& info();
 // also under its own spelling when the request has it in another case or with '-' for '_'.
 plugin::Json header_object(const http::RequestHead& req, const std::vector<std::string>& names);
 
-// ngx.decode_args(body, 0): `a=1&b&a=2` -> {"a": ["1", "2"], "b": true}; %XX and '+' decoded.
-plugin::Json decode_form(std::string_view body);
-
 // Thread: any (immutable)
 class RequestValidation final : public plugin::Plugin {
  public:

@@ -8,6 +8,7 @@
 #include <memory>
 #include <string>
 
+#include "plugin/args.h"
 #include "unit/router/fake_request.h"
 
 namespace sluice::plugins::request_validation {
@@ -162,7 +163,7 @@ TEST(RequestValidationTest, RepeatedHeadersAreAnArray) {
 }
 
 TEST(RequestValidationTest, FormBodies) {
-  Json f = decode_form("a=1&b&a=2&c=x+y%21&=z&&d=");
+  Json f = plugin::decode_args("a=1&b&a=2&c=x+y%21&=z&&d=");
   EXPECT_EQ(f, Json::parse(R"({"a": ["1", "2"], "b": true, "c": "x y!", "d": ""})"));
   PluginPtr p = make(R"({"body_schema": {"type": "object",
       "required": ["required_payload", "enum_payload"],
