@@ -27,6 +27,7 @@ struct Options {
   bool replace = false;
   bool show_secrets = false;  // dump: private keys decrypted, in clear
   bool force = false;         // apply: despite the plan's errors
+  bool dry_run = false;       // rollback: show, write nothing
 };
 
 std::string provider_name(const config::GatewayConfig& c);
@@ -73,5 +74,7 @@ int write_prepared(const Options& o, const std::string& place, const std::string
 int load(const Options& o, const config::GatewayConfig& conf);
 int diff(const Options& o, const config::GatewayConfig& conf);  // diff and plan
 int apply(const Options& o, const config::GatewayConfig& conf);
+// `rollback REVISION` (o.file holds it): the embedded store back to what it held at REVISION.
+int rollback(const Options& o, const config::GatewayConfig& conf);
 
 }  // namespace sluice::runtime::config_cli

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <array>
+#include <charconv>
 #include <cstdio>
 #include <ctime>
 
@@ -264,6 +265,65 @@ int load(const Options& o, const config::GatewayConfig& conf) {
     return 1;
   }
   return write_prepared(o, place, prefix, **s, p, who);
+}
+
+int rollback(const Options& o, const config::GatewayConfig& conf) {
+  const char* who = "sluice config rollback";
+  if (conf.config_provider != config::ConfigProvider::kEmbedded) {
+    fprintf(stderr,
+            "%s: works on the embedded store; etcd keeps its own history (read a past revision "
+            "with `etcdctl get --rev`, then `sluice config load --replace` it)\n",
+            who);
+    return 2;
+  }
+  int64_t revision = -1;
+  const auto r = std::from_chars(o.file.data(), o.file.data() + o.file.size(), revision);
+  if (r.ec != std::errc() || r.ptr != o.file.data() + o.file.size() || revision < 0) {
+    fprintf(stderr, "%s: %s: expected a revision (a number)\n", who, o.file.c_str());
+    return 2;
+  }
+  auto s = open_place(conf, "embedded");
+  if (!s) {
+    fprintf(stderr, "%s: %s\n", who, s.status().message().c_str());
+    return 1;
+  }
+  auto then = (*s)->state_at(revision);
+  if (!then) {
+    fprintf(stderr, "%s: %s\n", who, then.status().message().c_str());
+    return 1;
+  }
+  // Each key changed since, back to its value then (bit for bit: the stored text, times and
+  // all); a key that did not exist then is deleted. What is already so is left alone.
+  std::vector<store::BatchOp> ops;
+  for (const auto& [key, value] : *then) {
+    auto now = (*s)->get(key);
+    if (!now) {
+      fprintf(stderr, "%s: %s\n", who, now.status().message().c_str());
+      return 1;
+    }
+    const bool same = value ? (*now && (*now)->value == *value) : !*now;
+    if (same) {
+      continue;
+    }
+    printf("%s %s\n", !value ? "-" : (*now ? "~" : "+"), key.c_str());
+    ops.push_back({key, value.value_or(""), !value});
+  }
+  const int64_t from = (*s)->revision();
+  printf("%zu change(s) to go back from revision %lld to revision %lld\n", ops.size(),
+         static_cast<long long>(from), static_cast<long long>(revision));
+  fflush(stdout);
+  if (o.dry_run || ops.empty()) {
+    return 0;
+  }
+  if (Status st = (*s)->apply_batch(ops); !st) {
+    fprintf(stderr, "%s: %s: nothing was written\n", who, st.message().c_str());
+    return 1;
+  }
+  fprintf(stderr,
+          "%s: the store holds what it held at revision %lld, as revision %lld (itself a change "
+          "a later rollback can undo)\n",
+          who, static_cast<long long>(revision), static_cast<long long>((*s)->revision()));
+  return 0;
 }
 
 }  // namespace sluice::runtime::config_cli

@@ -41,7 +41,8 @@ constexpr const char* kUsage =
     "       sluice config diff [-c conf/config.yaml] [--against embedded|etcd] [--replace] FILE\n"
     "       sluice config plan [-c conf/config.yaml] [--against embedded|etcd] [--replace] FILE\n"
     "       sluice config apply [-c conf/config.yaml] [--to embedded|etcd] [--replace] [--force]\n"
-    "                           FILE\n";
+    "                           FILE\n"
+    "       sluice config rollback [-c conf/config.yaml] [--dry-run] REVISION\n";
 
 StatusOr<config::GatewayConfig> load_config(const std::string& path) {
   std::string text;
@@ -282,7 +283,7 @@ int dump(const Options& o, const config::GatewayConfig& conf) {
 int config_main(const std::vector<std::string>& args) {
   using namespace config_cli;
   Options o;
-  static const std::set<std::string> kSubs = {"dump", "load", "diff", "plan", "apply"};
+  static const std::set<std::string> kSubs = {"dump", "load", "diff", "plan", "apply", "rollback"};
   if (args.empty() || !kSubs.contains(args[0])) {
     fputs(kUsage, stderr);
     return 2;
@@ -301,10 +302,12 @@ int config_main(const std::vector<std::string>& args) {
       o.place = args[++i];
     } else if (a == "-o" && o.sub == "dump" && has_value) {
       o.out = args[++i];
-    } else if (a == "--replace" && o.sub != "dump") {
+    } else if (a == "--replace" && o.sub != "dump" && o.sub != "rollback") {
       o.replace = true;
     } else if (a == "--force" && o.sub == "apply") {
       o.force = true;
+    } else if (a == "--dry-run" && o.sub == "rollback") {
+      o.dry_run = true;
     } else if (a == "--show-secrets" && o.sub == "dump") {
       o.show_secrets = true;
     } else if (a == "-h" || a == "--help") {
@@ -319,7 +322,8 @@ int config_main(const std::vector<std::string>& args) {
     }
   }
   if (o.sub != "dump" && o.file.empty()) {
-    fprintf(stderr, "sluice config %s: which file?\n%s", o.sub.c_str(), kUsage);
+    fprintf(stderr, "sluice config %s: which %s?\n%s", o.sub.c_str(),
+            o.sub == "rollback" ? "revision" : "file", kUsage);
     return 2;
   }
   if (!o.place.empty() && o.place != "embedded" && o.place != "etcd" && o.place != "yaml") {
@@ -338,6 +342,9 @@ int config_main(const std::vector<std::string>& args) {
   }
   if (o.sub == "load") {
     return load(o, *conf);
+  }
+  if (o.sub == "rollback") {
+    return rollback(o, *conf);
   }
   return o.sub == "apply" ? apply(o, *conf) : diff(o, *conf);
 }
