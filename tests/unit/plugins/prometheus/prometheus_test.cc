@@ -63,7 +63,7 @@ class PrometheusTest : public ::testing::Test {
 
   metrics::HttpMetrics metrics_;
   Attr attr_;
-  WorkerCells cells_{&metrics_, &attr_};
+  WorkerCells cells_{&metrics_, &attr_, {}};
   plugin::WorkerLocal worker_;
   plugin::Context ctx_;
 };
