@@ -75,7 +75,7 @@ StatusTotals sum_status(std::span<const HttpMetrics* const> workers, uint64_t no
   StatusTotals totals;
   for (const HttpMetrics* w : workers) {
     for (const StatusSeries* s = w->status_head(); s != nullptr;
-         s = s->next.load(std::memory_order_acquire)) {
+         s = SeriesIndex<StatusSeries>::next_of(s)) {
       if (shown(*s, *w, now_ms)) {
         totals[s->labels] += s->count.value();
       }
@@ -92,7 +92,7 @@ RouteTotalsMap sum_routes(std::span<const HttpMetrics* const> workers, uint64_t 
   const size_t cells = totals.bounds.size() + 1;
   for (const HttpMetrics* w : workers) {
     for (const RouteSeries* r = w->route_head(); r != nullptr;
-         r = r->next.load(std::memory_order_acquire)) {
+         r = SeriesIndex<RouteSeries>::next_of(r)) {
       if (!shown(*r, *w, now_ms)) {
         continue;
       }

@@ -8,11 +8,14 @@
 //   it while the worker may rewrite it; `prev` is the worker's alone).
 // - A scraper brackets its walk with ReadGuard::begin()/end(), which move `gen_` to an odd
 //   value and back to even (scrapes are serialized by the guard's mutex).
-// - After unlinking, the worker issues a seq_cst fence and loads `gen_`. Paired with the
-//   fence begin() issues after making `gen_` odd, either the worker sees the odd value (a walk
-//   may be on the unlinked series: it is kept until `gen_` moves on), or that walk starts
-//   after the unlink and cannot reach the series. An even value means no walk can hold it: it
-//   is freed at once.
+// - The worker unlinks with seq_cst stores, then loads `gen_` (seq_cst); the scraper makes
+//   `gen_` odd with a seq_cst read-modify-write, then walks with seq_cst loads (head(),
+//   next_of()). In the single order of seq_cst operations, either the worker's load comes
+//   after begin() and sees the odd value (a walk may be on the unlinked series: it is kept
+//   until `gen_` moves on), or it comes before, and so does the unlink, which the walk then
+//   sees: it cannot reach the series. An even value means no walk can hold it: it is freed at
+//   once. (On x86 only the unlink's store costs a locked instruction; no fence, which TSan
+//   would not model.)
 // - end()'s release store and the worker's acquire load order the scraper's last read of a
 //   series before the worker's delete.
 
@@ -36,15 +39,14 @@ class ReadGuard {
  public:
   void begin() {
     mu_.lock();
-    gen_.fetch_add(1, std::memory_order_relaxed);  // odd: a walk is on
-    std::atomic_thread_fence(std::memory_order_seq_cst);
+    gen_.fetch_add(1, std::memory_order_seq_cst);  // odd: a walk is on
   }
   void end() {
     gen_.fetch_add(1, std::memory_order_release);  // even: that walk is over
     mu_.unlock();
   }
-  // After a seq_cst fence on the worker: the walk generation a retired series must outlive.
-  uint64_t gen() const { return gen_.load(std::memory_order_acquire); }
+  // After the worker's unlink: the walk generation a retired series must outlive.
+  uint64_t gen() const { return gen_.load(std::memory_order_seq_cst); }
 
  private:
   std::mutex mu_;
@@ -109,7 +111,9 @@ class SeriesIndex {
     return n;
   }
 
-  const S* head() const { return head_.load(std::memory_order_acquire); }
+  // The walk: head(), then next_of() until null. Thread: any, under the guard.
+  const S* head() const { return head_.load(std::memory_order_seq_cst); }
+  static const S* next_of(const S* s) { return s->next.load(std::memory_order_seq_cst); }
   size_t size() const { return map_.size(); }
   // Retired series not freed yet (a scrape was walking when they went).
   size_t retired() const { return pending_.size(); }
@@ -127,9 +131,9 @@ class SeriesIndex {
   void unlink(S& s) {
     S* next = s.next.load(std::memory_order_relaxed);
     if (s.prev != nullptr) {
-      s.prev->next.store(next, std::memory_order_release);
+      s.prev->next.store(next, std::memory_order_seq_cst);
     } else {
-      head_.store(next, std::memory_order_release);
+      head_.store(next, std::memory_order_seq_cst);
     }
     if (next != nullptr) {
       next->prev = s.prev;
@@ -139,7 +143,6 @@ class SeriesIndex {
 
   // Frees what no scrape can hold; see the comment at the top of this file.
   void settle() {
-    std::atomic_thread_fence(std::memory_order_seq_cst);
     const uint64_t gen = guard_.gen();
     size_t kept = 0;
     for (Retired& r : pending_) {
