@@ -3,6 +3,7 @@
 
     /usr/bin/python3 tests/perf/prometheus_accounting_cost.py [--sluice build/sluice]
                                                                [--rounds 6] [--duration 4]
+    /usr/bin/python3 tests/perf/prometheus_accounting_cost.py --instructions 2000
 
 Two Sluice processes (1 worker each, apisix.yaml, access log off) route /hello, with the
 prometheus plugin, to the built-in upstream (`sluice bench upstream`); the first runs with
@@ -11,6 +12,9 @@ connection event timed, sluice_route_cpu_seconds_total). wrk -t1 -c16 asks each 
 order alternating per round. CPU per request is each gateway's utime + stime (/proc/PID/stat,
 every thread) over the requests wrk completed. Prints both series and the per-round on/off
 ratios with their median. Gateways and the upstream on CPU 1, wrk on CPU 0 when there are two.
+With --instructions N: instead, instructions per request under callgrind, N keep-alive
+requests after 200 of warm-up, each configuration in turn (instructions_per_request.py's
+method, nginx as the upstream): stable where CPU time on a shared machine is not.
 Everything it starts is stopped by PID.
 """
 
@@ -66,12 +70,42 @@ def gateway_dir(root, name, port, upstream, accounting):
     return os.path.join(d, "config.yaml")
 
 
+def instructions(sluice, requests):
+    """Ir per request with route_accounting off, then on (callgrind)."""
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import cpu_per_request as cpr
+    import instructions_per_request as ipr
+    d = tempfile.mkdtemp(prefix="sluice-prom-ir-")
+    up_port = cpr.free_port()
+    upstream = cpr.start_nginx("upstream", cpr.NGINX_UPSTREAM.format(dir=d, port=up_port),
+                               up_port, d)
+    res = {}
+    try:
+        for name in ("off", "on"):
+            # The config's last block is plugin_attr.prometheus: one more key of it.
+            ipr.SLUICE_CONFIG = cpr.SLUICE_CONFIG + "    route_accounting: %s\n" % (
+                "true" if name == "on" else "false")
+            res[name] = ipr.measure(sluice, up_port, d, name, "    plugins:\n      prometheus: {}\n",
+                                    requests)
+    finally:
+        upstream.stop()
+        subprocess.run(["rm", "-rf", d])
+    print("callgrind, %d keep-alive requests, 1 worker, prometheus on the route:" % requests)
+    print("route_accounting off: %.0f Ir/request; on: %.0f; on/off %.4f"
+          % (res["off"], res["on"], res["on"] / res["off"]))
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--sluice", default=os.path.join(REPO, "build", "sluice"))
     ap.add_argument("--rounds", type=int, default=6)
     ap.add_argument("--duration", type=int, default=4)
+    ap.add_argument("--instructions", type=int, default=0, metavar="N",
+                    help="count instructions of N requests under callgrind instead")
     a = ap.parse_args()
+    if a.instructions:
+        instructions(a.sluice, a.instructions)
+        return
     two = os.cpu_count() >= 2
     pin = (lambda cpu: ["taskset", "-c", str(cpu)]) if two else (lambda cpu: [])
     procs = []
