@@ -3,6 +3,7 @@
 // hook sees, and what a hook may answer. Configured plugins are immutable objects built on
 // the control thread with the snapshot; whatever they keep per worker lives in WorkerLocal.
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -73,21 +74,25 @@ class WorkerObject {
 // The worker's per-request CPU accounting (prometheus's route_accounting): the connection
 // code charges the time it spends handling a connection's events (CLOCK_MONOTONIC around its
 // drive) to the request in flight, Context::cpu_ns; the log phase takes the time since the last
-// charge too (take()). Off unless a worker_init hook turns it on, and then costs two clock
-// reads per connection event.
-// Thread: worker
+// charge too (take()). Off until the plugin points `enabled` at its flag and sets it (a route,
+// service or global rule carries the plugin); off, a connection event costs one load and branch,
+// on, two clock reads.
+// Thread: worker (the flag is set by the control thread)
 struct CpuMeter {
-  bool on = false;
+  const std::atomic<bool>* enabled = nullptr;
   bool running = false;  // within a connection's drive: the time since `mark` is its
   uint64_t mark = 0;     // ns: where the time not charged yet begins
-  uint64_t charged = 0;  // ns charged in all, for the plugin's calibration to CPU time
-  // The time since the mark, which moves to `now`.
+  uint64_t charged = 0;  // ns charged to requests in all, for the plugin's calibration
+  bool on() const { return enabled != nullptr && enabled->load(std::memory_order_relaxed); }
+  // The time since the mark, which moves to `now`, charged to a request.
   uint64_t take(uint64_t now) {
     const uint64_t d = now > mark ? now - mark : 0;
     mark = now;
     charged += d;
     return d;
   }
+  // The mark moves to `now`; the time since goes to no request (the calibration spreads it).
+  void skip(uint64_t now) { mark = now; }
 };
 
 // What a worker offers its plugins.

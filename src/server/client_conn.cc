@@ -124,13 +124,14 @@ void ClientConn::on_drain() {
 void ClientConn::drive() {
   plugin::CpuMeter& meter = w_.plugin_local().cpu;
   const bool outer = meter.running;  // a drive within another's (the outer's time is lost)
-  if (meter.on) [[unlikely]] {
+  const bool timed = meter.on();
+  if (timed) [[unlikely]] {
     meter.mark = plugin::monotonic_ns();
     meter.running = true;
   }
   while (state_ != State::kClosed) {
     if (step() == Step::kWait) {
-      if (meter.on) [[unlikely]] {
+      if (timed) [[unlikely]] {
         charge_cpu(meter);
         meter.running = outer;
       }
@@ -142,13 +143,16 @@ void ClientConn::drive() {
 }
 
 // The time since the meter's mark goes to the request in flight, or (reading a head) to the
-// next one; an HTTP/2 connection's goes to the stream whose log phase runs next in the drive.
+// next one; an HTTP/2 connection's goes to the stream whose log phase runs next in the drive,
+// and what is left to no request (the plugin's calibration spreads it over the others).
 void ClientConn::charge_cpu(plugin::CpuMeter& meter) {
-  const uint64_t d = meter.take(plugin::monotonic_ns());
+  const uint64_t now = plugin::monotonic_ns();
   if (state_ == State::kExchange) {
-    msg_->exchange.plugin_context().cpu_ns += d;
+    msg_->exchange.plugin_context().cpu_ns += meter.take(now);
   } else if (state_ == State::kReadHead) {
-    pending_cpu_ns_ += d;
+    pending_cpu_ns_ += meter.take(now);
+  } else {
+    meter.skip(now);
   }
 }
 

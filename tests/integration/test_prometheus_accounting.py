@@ -13,7 +13,7 @@ import os
 import time
 
 from fake_upstream import Fixed
-from harness import Client, admin_route, get, parse_samples, scrape
+from harness import Client, admin_route, curl, free_port, get, parse_samples, scrape
 
 LOG_FORMAT = "$route_id $request_length $bytes_sent"
 CONFIG = {"nginx_config": {"http": {"access_log_buffer": 1, "access_log_format": LOG_FORMAT}}}
@@ -115,7 +115,7 @@ def test_cpu_follows_the_work_and_sums_to_the_worker(make_gateway, upstream):
     _load(gw, "/big", 5, headers=[("Accept-Encoding", "gzip")])
     _wait_requests(gw, "heavy", 5)
     before_text, before_threads = _text(gw), _thread_cpu(gw.proc.pid)
-    n = 150
+    n = 300
     _load(gw, "/big", n, headers=[("Accept-Encoding", "gzip")])
     _load(gw, "/small", n)
     _wait_requests(gw, "light", n + 5)
@@ -129,8 +129,10 @@ def test_cpu_follows_the_work_and_sums_to_the_worker(make_gateway, upstream):
     assert heavy > 5 * light > 0, (heavy, light)
     ticks = os.sysconf("SC_CLK_TCK")
     worker = max(after_threads[t] - before_threads.get(t, 0) for t in after_threads) / ticks
-    assert worker > 0.2, "too little work to compare: %.3f s" % worker
+    assert worker > 0.15, "too little work to compare: %.3f s" % worker
     ratio = (heavy + light) / worker
+    print("heavy %.4f s, light %.4f s, worker thread %.3f s, ratio %.3f"
+          % (heavy, light, worker, ratio))
     assert 0.75 <= ratio <= 1.25, "routes %.3f s, worker thread %.3f s" % (heavy + light, worker)
 
 
@@ -159,3 +161,16 @@ def test_route_accounting_off(make_gateway, upstream):
     text = _wait_requests(gw, "light", 1)
     assert "sluice_route_cpu_seconds_total" not in text
     assert _family(text, "sluice_route_bytes_total", direction="egress")["light"] > 0
+
+
+def test_http2_streams_are_charged(make_gateway, upstream):
+    listen = [{"ip": "127.0.0.1", "port": free_port(), "enable_http2": True}]
+    gw = make_gateway(admin=True, listen=listen, config=CONFIG)
+    _setup(gw, upstream)
+    url = "http://127.0.0.1:%d/big" % gw.port
+    for _ in range(3):
+        r = curl(url, "--http2-prior-knowledge", "-H", "Accept-Encoding: gzip")
+        assert r.rc == 0 and r.status == 200, r.stderr
+    text = _wait_requests(gw, "heavy", 3)
+    assert _family(text, "sluice_route_cpu_seconds_total")["heavy"] > 0, text[:3000]
+    assert _family(text, "sluice_route_bytes_total", direction="egress")["heavy"] > 0

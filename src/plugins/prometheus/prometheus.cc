@@ -4,6 +4,7 @@
 #include <time.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 #include <vector>
 
@@ -22,6 +23,9 @@ struct Cells {
   Attr attr;
   plugin::Json made_from;  // default_buckets and metrics as they were at start
   bool warned = false;     // about a reload that changed them
+  // A route, service or global rule carries the plugin: the workers' CpuMeter times their
+  // connections' events (with route_accounting); until then they pay nothing for it.
+  std::atomic<bool> in_use{false};
   std::vector<std::unique_ptr<metrics::HttpMetrics>> workers;
   std::vector<const metrics::HttpMetrics*> view;
   std::vector<std::unique_ptr<WorkerCells>> slots;
@@ -56,6 +60,9 @@ common::StatusOr<std::shared_ptr<const plugin::Plugin>> make(const plugin::Json&
   }
   const bool reads_head =
       cells ? cells->attr.reads_head : read_attr(env.shared.attr_of("prometheus")).reads_head;
+  if (cells) {
+    cells->in_use.store(true, std::memory_order_relaxed);
+  }
   return std::shared_ptr<const plugin::Plugin>(
       std::make_shared<const Prometheus>(*conf, reads_head));
 }
@@ -91,7 +98,9 @@ void worker_init(plugin::Shared& shared, plugin::WorkerLocal& local) {
   auto cells = shared.find<Cells>(kCellsKey);
   if (cells && static_cast<size_t>(local.worker_id) < cells->workers.size()) {
     local.set_slot(slot_tag(), cells->slots[local.worker_id].get());
-    local.cpu.on = cells->attr.cpu;  // the connections time their events for log()
+    if (cells->attr.cpu) {
+      local.cpu.enabled = &cells->in_use;  // the connections time their events for log()
+    }
   }
 }
 
@@ -247,7 +256,7 @@ void Prometheus::log(plugin::Context& ctx) const {
   s.ingress_bytes = ctx.bytes_in;
   s.egress_bytes = ctx.bytes_out;
   s.now_ms = now / 1000000;
-  if (plugin::CpuMeter& meter = ctx.worker->cpu; meter.on) {
+  if (plugin::CpuMeter& meter = ctx.worker->cpu; meter.on()) {
     // What the connection charged so far, and its drive's time up to here (from here on the
     // time goes to whatever the connection does next). Outside a drive (a shutdown) there
     // is no time in progress.
