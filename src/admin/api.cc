@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <array>
 #include <chrono>
+#include <filesystem>
 #include <random>
 #include <thread>
 
@@ -251,15 +252,38 @@ std::string dump(const Json& j) { return j.dump(-1, ' ', false, Json::error_hand
 Api::Api(Auth auth, store::ConfigStore& store, const store::ConfigIndex& index,
          std::function<int64_t()> now, std::function<void()> after_write)
     : auth_(std::move(auth)),
-      store_(store),
+      recording_(store),
+      store_(recording_),
       index_(index),
       now_(std::move(now)),
       after_write_(std::move(after_write)) {}
 
-AdminResponse Api::handle(const server::AdminRequest& req) {
-  if (auto denied = auth_.check(req)) {
-    return *denied;
+void Api::set_audit_log(std::string path) {
+  if (const auto dir = std::filesystem::path(path).parent_path(); !dir.empty()) {
+    std::error_code ignored;  // a directory that cannot be made shows at the first write
+    std::filesystem::create_directories(dir, ignored);
   }
+  audit_ = AuditLog(std::move(path));
+  recording_.set_recording(audit_.on());
+}
+
+AdminResponse Api::handle(const server::AdminRequest& req) {
+  const config::AdminKey* who = nullptr;
+  auto denied = auth_.check(req, &who);
+  if (!denied && req.path == "/apisix/admin/audit") {
+    return audit_.list(req);
+  }
+  if (req.method == "GET" || req.method == "HEAD") {
+    return denied ? *denied : route(req);
+  }
+  // Every request that may change something is recorded, refused ones too.
+  (void)recording_.take();
+  AdminResponse r = denied ? *denied : route(req);
+  audit_.record(req, who, r, store_.revision(), recording_.take(), index_.prefix());
+  return r;
+}
+
+AdminResponse Api::route(const server::AdminRequest& req) {
   std::string_view path = req.path;
   if (path.substr(0, kRoot.size()) != kRoot ||
       (path.size() > kRoot.size() && path[kRoot.size()] != '/')) {

@@ -9,6 +9,7 @@
 #include <string>
 #include <string_view>
 
+#include "admin/audit.h"
 #include "admin/auth.h"
 #include "config/resources.h"
 #include "server/admin_hook.h"
@@ -41,9 +42,13 @@ class Api {
   // What PUT /apisix/admin/plugins/reload runs: re-read the enabled plugins and their
   // attributes and rebuild. Without one, reload answers `done` and changes nothing.
   void set_plugin_reload(std::function<common::Status()> reload) { reload_ = std::move(reload); }
+  // Keeps the audit log at `path` (audit.h); empty: none.
+  void set_audit_log(std::string path);
 
  private:
   struct Call;  // one parsed request
+  // Everything after the key is checked.
+  server::AdminResponse route(const server::AdminRequest& req);
   server::AdminResponse dispatch(Call& c);
   server::AdminResponse plugins(const Call& c);
   // POST /apisix/admin/schema/validate/{kind} (APISIX 3.5+): the checks a PUT makes on the
@@ -68,7 +73,9 @@ class Api {
   std::string key_of(const Kind& kind, std::string_view id) const;
 
   Auth auth_;
-  store::ConfigStore& store_;
+  RecordingStore recording_;   // the store, remembering what a request changes for the audit
+  store::ConfigStore& store_;  // = recording_
+  AuditLog audit_{""};
   const store::ConfigIndex& index_;
   std::function<int64_t()> now_;
   std::function<void()> after_write_;

@@ -114,7 +114,8 @@ StatusOr<Auth> Auth::create(const config::AdminConfig& conf) {
   return a;
 }
 
-std::optional<server::AdminResponse> Auth::check(const server::AdminRequest& req) const {
+std::optional<server::AdminResponse> Auth::check(const server::AdminRequest& req,
+                                                 const config::AdminKey** who) const {
   bool allowed = false;
   for (const auto& c : allow_) {
     allowed = allowed || c.contains(req.peer);
@@ -148,6 +149,9 @@ std::optional<server::AdminResponse> Auth::check(const server::AdminRequest& req
   }
   if (match == nullptr) {
     return token_error(key_hint("wrong apikey"));
+  }
+  if (who != nullptr) {
+    *who = match;
   }
   if (match->key == config::kWellKnownAdminKey && !is_loopback(req.peer)) {
     return token_error("the default admin key is accepted from loopback clients only");

@@ -19,8 +19,10 @@ class Auth {
  public:
   static common::StatusOr<Auth> create(const config::AdminConfig& conf);
 
-  // nullopt when `req` may proceed; otherwise the 401/403 answer to send.
-  std::optional<server::AdminResponse> check(const server::AdminRequest& req) const;
+  // nullopt when `req` may proceed; otherwise the 401/403 answer to send. `*who` is set to
+  // the key the request presented when it matched one (null when none did or none is needed).
+  std::optional<server::AdminResponse> check(const server::AdminRequest& req,
+                                             const config::AdminKey** who = nullptr) const;
 
  private:
   std::vector<router::Cidr> allow_;

@@ -513,6 +513,10 @@ class Reader {
          {"io_uring",
           [this](auto& x, auto& p) { return assign(p, &cfg.io_uring, io_uring_mode(x)); }},
          {"access_log_rotate", [this](auto& x, auto& p) { return access_log_rotate(x, p); }},
+         {"admin_audit_log",
+          [this](auto& x, auto& p) {
+            return assign(p, &cfg.admin_audit_log, access_log_path(x));  // a path, or off
+          }},
          {"http2", [this](auto& x, auto& p) { return parse_http2_config(x, p, &cfg.http2); }}});
   }
 
@@ -804,6 +808,9 @@ StatusOr<GatewayConfig> parse_gateway_config(const std::string& yaml_text, const
         "admin_ssl_cert_key");
   }
   cfg.access_log.path = resolve(base, cfg.access_log.path);
+  if (!cfg.admin_audit_log.empty()) {
+    cfg.admin_audit_log = resolve(base, cfg.admin_audit_log);
+  }
   for (std::string* file :
        {&cfg.etcd.tls.cert, &cfg.etcd.tls.key, &cfg.etcd.tls.trusted_ca, &cfg.ssl.trusted_ca,
         &cfg.admin.cert, &cfg.admin.key, &cfg.admin.client_ca}) {

@@ -205,6 +205,9 @@ struct GatewayConfig {
   std::string real_ip_header = "X-Real-IP";
   bool real_ip_recursive = false;
   AccessLogConfig access_log;
+  // sluice.admin_audit_log: the Admin API's audit log (admin/audit.h); relative to the config
+  // file's directory; "off" or false: none.
+  std::string admin_audit_log = "logs/admin_audit.log";
   // apisix.standalone file, resolved relative to the config file's directory.
   std::string standalone_path;  // directory of config.yaml + "/apisix.yaml"
 

@@ -236,6 +236,15 @@ size_t redact_clear_secrets(std::string_view kind, Json* obj) {
   return n;
 }
 
+size_t mask_secrets(std::string_view kind, Json* obj, std::string_view mask) {
+  size_t n = 0;
+  walk(kind, *obj, [&](Found s) {
+    s.value = std::string(mask);
+    ++n;
+  });
+  return n;
+}
+
 size_t omit_clear_secrets(std::string_view kind, Json* obj) {
   std::vector<std::pair<Json*, std::string>> doomed;
   walk(kind, *obj, [&](Found s) {

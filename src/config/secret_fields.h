@@ -79,6 +79,10 @@ inline constexpr std::string_view kRedacted =
 // Replaces every secret of `obj` held in clear by kRedacted; returns how many.
 size_t redact_clear_secrets(std::string_view kind, Json* obj);
 
+// Replaces every secret of `obj`, sealed or in clear, by `mask` (the Admin API's audit log);
+// returns how many.
+size_t mask_secrets(std::string_view kind, Json* obj, std::string_view mask);
+
 // Removes from `obj` every private key held in clear (for a list, the whole list), as the
 // Admin API answers; returns how many were in clear. Plugin fields are answered as APISIX
 // answers them, never omitted.

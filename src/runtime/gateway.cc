@@ -177,6 +177,7 @@ common::Status Gateway::open_admin() {
       std::move(auth).value(), *store_, index_, [] { return static_cast<int64_t>(time(nullptr)); },
       [this] { absorb_changes(); });
   api_->set_plugin_reload([this] { return reload_plugins(); });
+  api_->set_audit_log(conf_.admin_audit_log);
   admin_service_ = std::make_shared<AdminService>(
       ctl_,
       [this](const server::AdminRequest& r) {
