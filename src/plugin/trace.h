@@ -29,6 +29,11 @@ struct Trace {
   uint64_t parent_id = 0;      // the incoming context's span; 0: a root span
   uint64_t start_ns = 0;       // CLOCK_MONOTONIC, the server span's start
   int64_t wall_offset_ns = 0;  // CLOCK_REALTIME minus CLOCK_MONOTONIC, taken at the start
+  // zipkin's: the apisix.proxy span under the server span, the time the response head was
+  // ready (it ends that span), and a trace id that came as 64 bits (B3: written back so).
+  uint64_t child_id = 0;
+  uint64_t mark_ns = 0;
+  bool short_id = false;
   // The tracer's own bytes for its log phase (OTLP: the request's attributes, already
   // encoded). Capacity kept across requests.
   std::string data;
@@ -37,6 +42,8 @@ struct Trace {
   void clear() {
     owner = nullptr;
     parent_id = 0;
+    mark_ns = 0;
+    short_id = false;
     data.clear();
     tries.clear();
   }

@@ -1,6 +1,7 @@
 #include "plugins/tracing/ids.h"
 
 #include <sys/random.h>
+#include <time.h>
 
 #include <cstring>
 
@@ -100,6 +101,14 @@ void new_trace_id(uint8_t out[16]) {
   uint64_t a = random_u64(), b = new_span_id();
   std::memcpy(out, &a, 8);
   std::memcpy(out + 8, &b, 8);
+}
+
+int64_t wall_minus_monotonic() {
+  timespec rt, mt;
+  clock_gettime(CLOCK_REALTIME, &rt);
+  clock_gettime(CLOCK_MONOTONIC, &mt);
+  return (static_cast<int64_t>(rt.tv_sec) - mt.tv_sec) * 1000000000 +
+         (static_cast<int64_t>(rt.tv_nsec) - mt.tv_nsec);
 }
 
 void append_hex(std::string* out, const uint8_t* in, size_t n) {

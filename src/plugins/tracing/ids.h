@@ -17,6 +17,9 @@ uint64_t random_u64();
 uint64_t new_span_id();
 void new_trace_id(uint8_t out[16]);
 
+// CLOCK_REALTIME minus CLOCK_MONOTONIC now: what turns a span's monotonic times into wall ones.
+int64_t wall_minus_monotonic();
+
 // Lowercase hex of `n` bytes of `in`, appended.
 void append_hex(std::string* out, const uint8_t* in, size_t n);
 void append_hex64(std::string* out, uint64_t v);

@@ -24,7 +24,7 @@ std::string hostname() {
   return host;
 }
 
-common::Status check(const plugin::Json& conf, plugin::PluginUse use) {
+common::Status otel_check(const plugin::Json& conf, plugin::PluginUse use) {
   if (use == plugin::PluginUse::kMetadata) {
     return common::Status::error(
         "opentelemetry reads plugin_attr.opentelemetry in config.yaml, not plugin_metadata");
@@ -33,8 +33,8 @@ common::Status check(const plugin::Json& conf, plugin::PluginUse use) {
   return c.is_ok() ? common::Status::ok() : c.status();
 }
 
-common::StatusOr<std::shared_ptr<const plugin::Plugin>> make(const plugin::Json& json,
-                                                             const plugin::BuildEnv& env) {
+common::StatusOr<std::shared_ptr<const plugin::Plugin>> otel_make(const plugin::Json& json,
+                                                                  const plugin::BuildEnv& env) {
   auto conf = parse_otel(json);
   if (!conf.is_ok()) {
     return conf.status();
@@ -52,14 +52,6 @@ common::StatusOr<std::shared_ptr<const plugin::Plugin>> make(const plugin::Json&
       std::move(conf).value(), std::move(shared_attr), std::move(handle)));
 }
 
-int64_t wall_minus_monotonic() {
-  timespec rt, mt;
-  clock_gettime(CLOCK_REALTIME, &rt);
-  clock_gettime(CLOCK_MONOTONIC, &mt);
-  return (static_cast<int64_t>(rt.tv_sec) - mt.tv_sec) * 1000000000 +
-         (static_cast<int64_t>(rt.tv_nsec) - mt.tv_nsec);
-}
-
 }  // namespace
 
 const plugin::PluginInfo& opentelemetry() {
@@ -67,8 +59,8 @@ const plugin::PluginInfo& opentelemetry() {
     plugin::PluginInfo i;
     i.name = "opentelemetry";
     i.priority = 12009;
-    i.check = check;
-    i.make = make;
+    i.check = otel_check;
+    i.make = otel_make;
     i.schema = kOtelSchema;
     return i;
   }();

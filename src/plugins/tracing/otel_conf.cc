@@ -235,7 +235,8 @@ StatusOr<OtelAttr> parse_otel_attr(const Json& attr, const std::string& hostname
       if (!scalar(v)) {
         return Status::error(fmt::format("resource.{}: expected a boolean, number or string", k));
       }
-      ResourceAttr ra{ResourceAttr::Type::kString, k};
+      ResourceAttr ra;
+      ra.key = k;
       if (v.is_string()) {
         ra.s = v.get<std::string>();
       } else if (v.is_boolean()) {

@@ -17,4 +17,7 @@ std::shared_ptr<batch::Registry> registry(plugin::Shared& shared);
 // application/x-protobuf to the collector.
 std::unique_ptr<batch::Sink> make_otlp_sink(std::shared_ptr<const OtelAttr> attr);
 
+// Zipkin v2: each batch's spans in one JSON array, POSTed as application/json.
+std::unique_ptr<batch::Sink> make_zipkin_sink(const Endpoint& endpoint);
+
 }  // namespace sluice::plugins::tracing
