@@ -2,15 +2,30 @@
 
 #include <fmt/format.h>
 
-#include "plugins/loggers/format.h"
+#include "common/strings.h"
 #include "plugins/tracing/ids.h"
 
 namespace sluice::plugins::tracing {
 
-using loggers::append_json_string;
 using plugin::Context;
 
 namespace {
+
+// The length of the valid UTF-8 sequence at s[i], 0 when it is not one.
+size_t utf8_seq(std::string_view s, size_t i) {
+  const auto b = [&](size_t k) { return static_cast<unsigned char>(s[k]); };
+  const unsigned char c = b(i);
+  size_t n = c >= 0xf0 && c <= 0xf4 ? 4 : c >= 0xe0 ? 3 : c >= 0xc2 && c < 0xe0 ? 2 : 0;
+  if (n == 0 || i + n > s.size()) {
+    return 0;
+  }
+  for (size_t k = 1; k < n; ++k) {
+    if ((b(i + k) & 0xc0) != 0x80) {
+      return 0;
+    }
+  }
+  return n;
+}
 
 uint64_t micros(const Context& ctx, uint64_t mono_ns) {
   return static_cast<uint64_t>(static_cast<int64_t>(mono_ns) + ctx.trace.wall_offset_ns) / 1000;
@@ -42,13 +57,18 @@ void head(const ZipkinConf& conf, const Context& ctx, uint64_t id, uint64_t pare
   }
   const uint64_t start = micros(ctx, start_ns);
   const uint64_t end = micros(ctx, end_ns < start_ns ? start_ns : end_ns);
-  fmt::format_to(std::back_inserter(*out), ",\"timestamp\":{},\"duration\":{}", start, end - start);
+  out->append(",\"timestamp\":");
+  common::append_uint(*out, start);
+  out->append(",\"duration\":");
+  common::append_uint(*out, end - start);
   out->append(",\"localEndpoint\":{\"serviceName\":");
   append_json_string(out, conf.service_name);
   if (!conf.server_addr.empty()) {
     out->append(",\"ipv4\":\"").append(conf.server_addr).append("\"");
   }
-  fmt::format_to(std::back_inserter(*out), ",\"port\":{}}}", ctx.match.server_port);
+  out->append(",\"port\":");
+  common::append_uint(*out, ctx.match.server_port);
+  out->append("}");
 }
 
 // "ip:port" as remoteEndpoint (ipv4 or ipv6 by its look).
@@ -63,7 +83,49 @@ void remote(std::string_view addr, std::string* out) {
   out->append(host).append("\",\"port\":").append(port).append("}");
 }
 
+// Zipkin's tag values are strings: "http.status_code":"200"; none for 0.
+void status_tag(int status, std::string* out) {
+  if (status > 0) {
+    out->append(",\"http.status_code\":\"");
+    common::append_uint(*out, static_cast<uint64_t>(status));
+    out->push_back('"');
+  }
+}
+
 }  // namespace
+
+// A JSON string; control characters escaped, invalid UTF-8 replaced by U+FFFD (as the loggers'
+// nlohmann-built entries do), without building a JSON object per value.
+void append_json_string(std::string* out, std::string_view s) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  out->push_back('"');
+  for (size_t i = 0; i < s.size();) {
+    const unsigned char c = static_cast<unsigned char>(s[i]);
+    if (c >= 0x80) {
+      size_t n = utf8_seq(s, i);
+      if (n == 0) {
+        out->append("\\ufffd");
+        ++i;
+      } else {
+        out->append(s.substr(i, n));
+        i += n;
+      }
+      continue;
+    }
+    if (c == '"' || c == '\\') {
+      out->push_back('\\');
+      out->push_back(static_cast<char>(c));
+    } else if (c < 0x20) {
+      out->append("\\u00");
+      out->push_back(kHex[c >> 4]);
+      out->push_back(kHex[c & 15]);
+    } else {
+      out->push_back(static_cast<char>(c));
+    }
+    ++i;
+  }
+  out->push_back('"');
+}
 
 void zipkin_request_tags(const Context& ctx, std::string* out) {
   out->append(",\"http.method\":");
@@ -85,11 +147,8 @@ void encode_zipkin(const ZipkinConf& conf, const Context& ctx, uint64_t end_ns, 
   append_json_string(out, client);
   out->push_back('}');
   const int upstream_status = t.tries.empty() ? 0 : t.tries.back().status;
-  fmt::format_to(std::back_inserter(*out), ",\"tags\":{{\"component\":\"apisix\"{}",
-                 std::string_view(t.data));
-  if (upstream_status != 0) {
-    fmt::format_to(std::back_inserter(*out), ",\"http.status_code\":\"{}\"", upstream_status);
-  }
+  out->append(",\"tags\":{\"component\":\"apisix\"").append(t.data);
+  status_tag(upstream_status, out);
   out->append("}}");
   head(conf, ctx, t.child_id, t.span_id, "apisix.proxy", "", t.start_ns, header_ns, out);
   out->append(",\"tags\":{}}");
@@ -100,10 +159,10 @@ void encode_zipkin(const ZipkinConf& conf, const Context& ctx, uint64_t end_ns, 
     head(conf, ctx, new_span_id(), t.child_id, "apisix.upstream", "CLIENT", tt.start_ns,
          tt.end_ns != 0 ? tt.end_ns : end_ns, out);
     remote(tt.addr, out);
-    fmt::format_to(std::back_inserter(*out), ",\"tags\":{{\"apisix.upstream_try\":\"{}\"", ++n);
-    if (tt.status != 0) {
-      fmt::format_to(std::back_inserter(*out), ",\"http.status_code\":\"{}\"", tt.status);
-    }
+    out->append(",\"tags\":{\"apisix.upstream_try\":\"");
+    common::append_uint(*out, static_cast<uint64_t>(++n));
+    out->push_back('"');
+    status_tag(tt.status, out);
     out->append("}}");
   }
 }

@@ -16,6 +16,9 @@ namespace sluice::plugins::tracing {
 // http.method, http.url and peer tags, as JSON members.
 void zipkin_request_tags(const plugin::Context& ctx, std::string* out);
 
+// `s` as a JSON string (quoted, escaped; invalid UTF-8 becomes U+FFFD).
+void append_json_string(std::string* out, std::string_view s);
+
 void encode_zipkin(const ZipkinConf& conf, const plugin::Context& ctx, uint64_t end_ns,
                    std::string* out);
 
