@@ -329,3 +329,19 @@ def test_bad_plugin_attr_refuses_the_start(make_gateway, attr, key):
     rc = gw.wait_exit(10)
     assert rc is not None and rc != 0, "started with %r:\n%s" % (attr, gw.log_tail())
     assert key in gw.log_text(), gw.log_tail()
+
+
+def test_global_rule_traces_unrouted_requests(gw, upstream, receiver):
+    r = gw.admin("PUT", "/global_rules/1", {"plugins": {"opentelemetry": ON}})
+    assert r.status in (200, 201), r.json
+    put_route(gw, [upstream.addr], {"sampler": {"name": "always_off"}})  # the rule's owns it
+    assert get(gw.port, "/nowhere").status == 404
+    assert get(gw.port, "/hello").status == 200
+    assert wait_for(lambda: len(by_kind(receiver.spans(), SERVER)) == 2, timeout=5)
+    spans = receiver.spans()
+    unrouted = [s for s in by_kind(spans, SERVER) if s["name"] == "GET"]
+    routed = [s for s in by_kind(spans, SERVER) if s["name"] == "GET /hello"]
+    assert len(unrouted) == 1 and len(routed) == 1
+    assert unrouted[0]["attrs"]["http.status_code"] == 404
+    assert "apisix.route_id" not in unrouted[0]["attrs"]
+    assert [c["parent_span_id"] for c in by_kind(spans, CLIENT)] == [routed[0]["span_id"]]
