@@ -345,3 +345,10 @@ def test_global_rule_traces_unrouted_requests(gw, upstream, receiver):
     assert unrouted[0]["attrs"]["http.status_code"] == 404
     assert "apisix.route_id" not in unrouted[0]["attrs"]
     assert [c["parent_span_id"] for c in by_kind(spans, CLIENT)] == [routed[0]["span_id"]]
+
+
+def test_plugin_metadata_is_refused_naming_plugin_attr(gw):
+    r = gw.admin("PUT", "/plugin_metadata/opentelemetry",
+                 {"collector": {"address": "127.0.0.1:4318"}})
+    assert r.status == 400, r.json
+    assert "plugin_attr.opentelemetry" in r.json["error_msg"], r.json
