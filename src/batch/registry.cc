@@ -117,9 +117,11 @@ Handle::~Handle() {
   r_->cv.notify_one();
 }
 
-bool Handle::push(std::string&& entry) {
+bool Handle::push(std::string&& entry) { return push(std::move(entry), now_ms()); }
+
+bool Handle::push(std::string&& entry, uint64_t now) {
   bool wake = false;
-  const bool ok = r_->p.push(std::move(entry), now_ms(), &wake);
+  const bool ok = r_->p.push(std::move(entry), now, &wake);
   if (wake) {  // once per full batch, not per entry
     {
       std::lock_guard lock(r_->mu);

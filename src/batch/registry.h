@@ -30,6 +30,8 @@ class Handle {
   ~Handle();
   // Never blocks on I/O; false when the entry was dropped (cap reached, counted).
   bool push(std::string&& entry);
+  // The same, at `now_ms` (CLOCK_MONOTONIC, as std::chrono::steady_clock) the caller has read.
+  bool push(std::string&& entry, uint64_t now_ms);
   const Processor& processor() const;
 
  private:

@@ -531,7 +531,7 @@ class Reader {
         v, path,
         {{"prometheus",
           [&](auto& x, auto& p) {
-            return walk(
+            Status s = walk(
                 x, p,
                 {{"enable_export_server",
                   [&](auto& y, auto& q) { return assign(q, &pe.enabled, yaml_bool(y)); }},
@@ -550,9 +550,20 @@ class Reader {
                                 &cfg.plugin_attr["prometheus"]["default_buckets"]);
                   }},
                  {"metrics", [&](auto& y, auto& q) { return prometheus_metrics(y, q); }},
+                 // Sluice's own: sluice_route_cpu_seconds_total (the workers time requests).
+                 {"route_accounting",
+                  [&](auto& y, auto& q) {
+                    Json& attr = cfg.plugin_attr["prometheus"];
+                    return assign(q, &attr["route_accounting"], yaml_bool(y));
+                  }},
                  {"metric_prefix", [&](auto& y, auto& q) {
                     return y == "apisix_" ? Status::ok() : error_at(q, "only apisix_ is supported");
                   }}});
+            if (!s.is_ok() || !cfg.plugin_attr.contains("prometheus")) {
+              return s;
+            }
+            Status e = plugins::prometheus::check_expires(cfg.plugin_attr["prometheus"]);
+            return e.is_ok() ? s : error_at(p + ".metrics", e.message());
           }},
          {"limit-count",
           [&](auto& x, auto& p) {
@@ -597,11 +608,17 @@ class Reader {
     auto family = [this](size_t f) {
       return [this, f](auto& x, auto& p) {
         return walk(x, p,
-                    {{"extra_labels", [this, f](auto& y, auto& q) {
+                    {{"extra_labels",
+                      [this, f](auto& y, auto& q) {
                         Json& slot =
                             cfg.plugin_attr["prometheus"]["metrics"]
                                            [std::string(prom::kFamilyKeys[f])]["extra_labels"];
                         return keep(y, q, prom::check_extra_labels(y, prom::Family(f)), &slot);
+                      }},
+                     {"expire", [this, f](auto& y, auto& q) {
+                        Json& slot = cfg.plugin_attr["prometheus"]["metrics"]
+                                                    [std::string(prom::kFamilyKeys[f])]["expire"];
+                        return keep(y, q, prom::check_expire(y), &slot);
                       }}});
       };
     };

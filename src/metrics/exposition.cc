@@ -1,5 +1,7 @@
 #include "metrics/exposition.h"
 
+#include <time.h>
+
 #include <array>
 #include <map>
 #include <vector>
@@ -20,6 +22,10 @@ struct LatencyTotals {
 struct BandwidthTotals {
   uint64_t ingress = 0, egress = 0;
 };
+// Sluice's accounting per route="..",service="..",consumer="..".
+struct AccountTotals {
+  uint64_t cpu_ns = 0, ingress = 0, egress = 0;
+};
 
 // Keyed by the series' own label text: it lives as long as the workers, which outlive render.
 // Route sets that differ only in one family's extra labels sum into the other's line.
@@ -27,8 +33,37 @@ using StatusTotals = std::map<std::string_view, uint64_t>;
 struct RouteTotalsMap {
   std::map<std::string_view, LatencyTotals> latency;
   std::map<std::string_view, BandwidthTotals> bandwidth;
+  std::map<std::string_view, AccountTotals> account;
   std::span<const double> bounds;  // the workers' layout (kLatencyBounds when none)
+  bool cpu = false;                // the workers measure CPU time
 };
+
+// Holds every worker's ReadGuard while a scrape walks their lists and keeps views of labels.
+// Thread: any (the scraping one)
+class Reading {
+ public:
+  explicit Reading(std::span<const HttpMetrics* const> workers) : workers_(workers) {
+    for (const HttpMetrics* w : workers_) {
+      w->guard().begin();
+    }
+  }
+  ~Reading() {
+    for (const HttpMetrics* w : workers_) {
+      w->guard().end();
+    }
+  }
+  Reading(const Reading&) = delete;
+  Reading& operator=(const Reading&) = delete;
+
+ private:
+  std::span<const HttpMetrics* const> workers_;
+};
+
+// A label set not recorded for the layout's expire_ms is left out, as if already retired.
+template <typename S>
+bool shown(const S& s, const HttpMetrics& w, uint64_t now_ms) {
+  return !s.touched.idle(now_ms, w.layout().expire_ms);
+}
 
 void family_head(std::string& out, std::string_view name, std::string_view help,
                  std::string_view type) {
@@ -36,23 +71,31 @@ void family_head(std::string& out, std::string_view name, std::string_view help,
   out.append("# TYPE ").append(name).append(" ").append(type).append("\n");
 }
 
-StatusTotals sum_status(std::span<const HttpMetrics* const> workers) {
+StatusTotals sum_status(std::span<const HttpMetrics* const> workers, uint64_t now_ms) {
   StatusTotals totals;
   for (const HttpMetrics* w : workers) {
-    for (const StatusSeries* s = w->status_head(); s != nullptr; s = s->next) {
-      totals[s->labels] += s->count.value();
+    for (const StatusSeries* s = w->status_head(); s != nullptr;
+         s = SeriesIndex<StatusSeries>::next_of(s)) {
+      if (shown(*s, *w, now_ms)) {
+        totals[s->labels] += s->count.value();
+      }
     }
   }
   return totals;
 }
 
-RouteTotalsMap sum_routes(std::span<const HttpMetrics* const> workers) {
+RouteTotalsMap sum_routes(std::span<const HttpMetrics* const> workers, uint64_t now_ms) {
   RouteTotalsMap totals;
   totals.bounds = workers.empty() ? std::span<const double>(kLatencyBounds)
                                   : std::span<const double>(workers[0]->layout().bounds);
+  totals.cpu = !workers.empty() && workers[0]->layout().cpu;
   const size_t cells = totals.bounds.size() + 1;
   for (const HttpMetrics* w : workers) {
-    for (const RouteSeries* r = w->route_head(); r != nullptr; r = r->next) {
+    for (const RouteSeries* r = w->route_head(); r != nullptr;
+         r = SeriesIndex<RouteSeries>::next_of(r)) {
+      if (!shown(*r, *w, now_ms)) {
+        continue;
+      }
       LatencyTotals& t = totals.latency[r->labels];
       for (size_t type = 0; type < kLatencyTypeNames.size(); ++type) {
         t.buckets[type].resize(cells);
@@ -64,6 +107,10 @@ RouteTotalsMap sum_routes(std::span<const HttpMetrics* const> workers) {
       BandwidthTotals& bw = totals.bandwidth[r->bandwidth_labels];
       bw.ingress += r->ingress_bytes.value();
       bw.egress += r->egress_bytes.value();
+      AccountTotals& a = totals.account[r->account_labels];
+      a.cpu_ns += r->cpu_ns.value();
+      a.ingress += r->ingress_bytes.value();
+      a.egress += r->egress_bytes.value();
     }
   }
   return totals;
@@ -130,6 +177,32 @@ void render_bandwidth(std::string& out, const RouteTotalsMap& totals) {
     out.append("apisix_bandwidth{type=\"ingress\",").append(labels).append("} ");
     append_uint(out, t.ingress);
     out.append("\napisix_bandwidth{type=\"egress\",").append(labels).append("} ");
+    append_uint(out, t.egress);
+    out.push_back('\n');
+  }
+}
+
+// Sluice's own: the worker's time and the bytes per route, service and consumer.
+void render_account(std::string& out, const RouteTotalsMap& totals) {
+  if (totals.cpu) {
+    family_head(out, "sluice_route_cpu_seconds_total",
+                "Worker CPU time spent on the requests of each route, service and consumer "
+                "(Sluice only)",
+                "counter");
+    for (const auto& [labels, t] : totals.account) {
+      out.append("sluice_route_cpu_seconds_total{").append(labels).append("} ");
+      append_double(out, static_cast<double>(t.cpu_ns) / 1e9);
+      out.push_back('\n');
+    }
+  }
+  family_head(out, "sluice_route_bytes_total",
+              "Bytes from the client (ingress) and to the client (egress) per route, service "
+              "and consumer (Sluice only)",
+              "counter");
+  for (const auto& [labels, t] : totals.account) {
+    out.append("sluice_route_bytes_total{").append(labels).append(",direction=\"ingress\"} ");
+    append_uint(out, t.ingress);
+    out.append("\nsluice_route_bytes_total{").append(labels).append(",direction=\"egress\"} ");
     append_uint(out, t.egress);
     out.push_back('\n');
   }
@@ -203,14 +276,26 @@ void render_gauges(std::string& out, std::span<const GaugeFamily> families) {
 
 }  // namespace
 
+uint64_t monotonic_ms() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1000 + static_cast<uint64_t>(ts.tv_nsec) / 1000000;
+}
+
 std::string render_http(std::span<const HttpMetrics* const> workers) {
-  const StatusTotals status = sum_status(workers);
-  const RouteTotalsMap routes = sum_routes(workers);
+  return render_http(workers, monotonic_ms());
+}
+
+std::string render_http(std::span<const HttpMetrics* const> workers, uint64_t now_ms) {
+  const Reading reading(workers);  // the totals keep views of the series' labels
+  const StatusTotals status = sum_status(workers, now_ms);
+  const RouteTotalsMap routes = sum_routes(workers, now_ms);
   std::string out;
   out.reserve(512 + status.size() * 160 + routes.latency.size() * 7000);
   render_status(out, status);
   render_latency(out, routes);
   render_bandwidth(out, routes);
+  render_account(out, routes);
   render_dropped(out, workers);
   return out;
 }

@@ -1,6 +1,7 @@
 #pragma once
 // The Prometheus text exposition (format 0.0.4) of every worker's metrics, summed.
 
+#include <cstdint>
 #include <span>
 #include <string>
 #include <string_view>
@@ -50,6 +51,10 @@ std::string render(const ExpositionInput& in);
 // The two halves of render(): the HTTP families recorded by the prometheus plugin's cells
 // (status, latency, bandwidth, dropped samples), and the gateway's own, appended to `out`.
 std::string render_http(std::span<const HttpMetrics* const> workers);
+// As above at `now_ms` (the clock HttpSample::now_ms was taken on), for expiry.
+std::string render_http(std::span<const HttpMetrics* const> workers, uint64_t now_ms);
+// CLOCK_MONOTONIC in milliseconds: the clock the prometheus plugin stamps samples with.
+uint64_t monotonic_ms();
 void render_host(std::string& out, const HostInput& in);
 
 }  // namespace sluice::metrics

@@ -1,5 +1,6 @@
 #include "metrics/http_metrics.h"
 
+#include <algorithm>
 #include <cstring>
 #include <memory>
 #include <span>
@@ -70,13 +71,19 @@ std::string status_labels(const HttpSample& s, const HttpLayout& layout) {
   return out;
 }
 
-std::string route_labels(const HttpLabels& l) {
+// route="..",service="..",consumer=".." (Sluice's accounting families).
+std::string account_labels(const HttpLabels& l) {
   std::string out;
   append_label(out, "route", l.route);
   out.push_back(',');
   append_label(out, "service", l.service);
   out.push_back(',');
   append_label(out, "consumer", l.consumer);
+  return out;
+}
+
+std::string route_labels(const HttpLabels& l) {
+  std::string out = account_labels(l);
   out.push_back(',');
   append_label(out, "node", l.node);
   return out;
@@ -110,6 +117,26 @@ void HttpMetrics::observe_all(RouteSeries& r, const HttpSample& s) const {
   r.latency[static_cast<size_t>(LatencyType::kApisix)].observe(s.apisix_ms, bounds);
   r.ingress_bytes.add(s.ingress_bytes);
   r.egress_bytes.add(s.egress_bytes);
+  r.cpu_ns.add(s.cpu_ns);
+  r.touched.touch(s.now_ms);
+}
+
+void HttpMetrics::sweep(uint64_t now_ms) {
+  const uint64_t expire = layout_->expire_ms;
+  if (expire == 0) {
+    return;
+  }
+  // Status sets first: a route set idle is only ever pointed at by idle status sets.
+  status_.retire_if([&](const StatusSeries& x) { return x.touched.idle(now_ms, expire); });
+  routes_.retire_if([&](const RouteSeries& x) { return x.touched.idle(now_ms, expire); });
+}
+
+void HttpMetrics::maybe_sweep(uint64_t now_ms) {
+  if (now_ms < next_sweep_ms_) {
+    return;
+  }
+  next_sweep_ms_ = now_ms + std::min<uint64_t>(layout_->expire_ms, 1000);
+  sweep(now_ms);
 }
 
 void HttpMetrics::record(const HttpSample& s) {
@@ -117,6 +144,10 @@ void HttpMetrics::record(const HttpSample& s) {
   // status set, which knows its route set, costs a single hash lookup.
   const HttpLabels& l = s.labels;
   const HttpLayout& layout = *layout_;
+  const uint64_t expire = layout.expire_ms;
+  if (expire != 0) {
+    maybe_sweep(s.now_ms);
+  }
   KeyWriter key(key_);
   for (std::string_view f : {l.route, l.service, l.consumer, l.node}) {
     key.add(f);
@@ -129,9 +160,15 @@ void HttpMetrics::record(const HttpSample& s) {
   key.add(l.matched_host);
   key.add(s.status_extra, layout.status_extra.size());
   if (StatusSeries* found = status_.find(key.view())) {
-    found->count.add(1);
-    observe_all(*found->route, s);
-    return;
+    if (!found->touched.idle(s.now_ms, expire)) {
+      found->count.add(1);
+      found->touched.touch(s.now_ms);
+      observe_all(*found->route, s);
+      return;
+    }
+    // Expired (its route set may be gone: not followed). The sample starts a new series, as
+    // APISIX's does once the shared dict dropped the old key.
+    status_.retire(key.view());
   }
   RouteSeries* route = record_route(s, key.view().substr(0, route_key_size));
   if (route == nullptr || full()) {
@@ -142,18 +179,23 @@ void HttpMetrics::record(const HttpSample& s) {
   fresh->labels = status_labels(s, layout);
   fresh->route = route;
   fresh->count.add(1);
+  fresh->touched.touch(s.now_ms);
   status_.publish(key.view(), std::move(fresh));
 }
 
 RouteSeries* HttpMetrics::record_route(const HttpSample& s, std::string_view key) {
   if (RouteSeries* found = routes_.find(key)) {
-    observe_all(*found, s);
-    return found;
+    if (!found->touched.idle(s.now_ms, layout_->expire_ms)) {
+      observe_all(*found, s);
+      return found;
+    }
+    routes_.retire(key);  // only idle status sets point at it; none follows the pointer
   }
   if (full()) {
     return nullptr;
   }
   auto fresh = std::make_unique<RouteSeries>();
+  fresh->account_labels = account_labels(s.labels);
   const std::string common = route_labels(s.labels);
   fresh->labels = common;
   append_extra(fresh->labels, layout_->latency_extra, s.latency_extra);

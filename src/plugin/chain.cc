@@ -46,7 +46,7 @@ void Context::reset() {
   upstream_ip = {};
   upstream_port = 0;
   start_ns = upstream_start_ns = upstream_end_ns = 0;
-  bytes_in = bytes_out = 0;
+  bytes_in = bytes_out = 0;  // cpu_ns: set by the connection when the exchange begins
   phase = Phase::kRewrite;
   cursor = 0;
   skip_global = skip_route = 0;

@@ -3,6 +3,7 @@
 // hook sees, and what a hook may answer. Configured plugins are immutable objects built on
 // the control thread with the snapshot; whatever they keep per worker lives in WorkerLocal.
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -71,12 +72,37 @@ class WorkerObject {
   virtual ~WorkerObject() = default;
 };
 
+// The worker's per-request CPU accounting (prometheus's route_accounting): the connection
+// code charges the time it spends handling a connection's events (CLOCK_MONOTONIC around its
+// drive) to the request in flight, Context::cpu_ns; the log phase takes the time since the last
+// charge too (take()). Off until the plugin points `enabled` at its flag and sets it (a route,
+// service or global rule carries the plugin); off, a connection event costs one load and branch,
+// on, two clock reads.
+// Thread: worker (the flag is set by the control thread)
+struct CpuMeter {
+  const std::atomic<bool>* enabled = nullptr;
+  bool running = false;  // within a connection's drive: the time since `mark` is its
+  uint64_t mark = 0;     // ns: where the time not charged yet begins
+  uint64_t charged = 0;  // ns charged to requests in all, for the plugin's calibration
+  bool on() const { return enabled != nullptr && enabled->load(std::memory_order_relaxed); }
+  // The time since the mark, which moves to `now`, charged to a request.
+  uint64_t take(uint64_t now) {
+    const uint64_t d = now > mark ? now - mark : 0;
+    mark = now;
+    charged += d;
+    return d;
+  }
+  // The mark moves to `now`; the time since goes to no request (the calibration spreads it).
+  void skip(uint64_t now) { mark = now; }
+};
+
 // What a worker offers its plugins.
 // Thread: worker (filled by the control thread before the worker starts: worker_init hooks)
 struct WorkerLocal {
   int worker_id = 0;
   io::EventLoop* loop = nullptr;
   Host* host = nullptr;
+  CpuMeter cpu;
 
   // A pointer a plugin's worker_init hook leaves for its hooks on this worker, found by the
   // address of a tag the plugin owns (`static const char kTag = 0;`): a few pointer compares
@@ -211,6 +237,9 @@ struct Context {
   uint16_t upstream_port = 0;
   uint64_t start_ns = 0, upstream_start_ns = 0, upstream_end_ns = 0;
   uint64_t bytes_in = 0, bytes_out = 0;
+  // The worker's time on this request so far, when WorkerLocal::cpu is on (ns); begin()
+  // zeroes it, before the plugins' reset(), and the connection adds to it.
+  uint64_t cpu_ns = 0;
 
   // Where a suspended chain resumes, and which plugins' `_meta.filter` said no (chain.cc).
   Phase phase = Phase::kRewrite;

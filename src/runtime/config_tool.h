@@ -5,6 +5,8 @@
 //   sluice config dump [-c conf/config.yaml] [--from embedded|etcd|yaml] [-o FILE]
 //                      [--show-secrets]
 //   sluice config load [-c conf/config.yaml] [--to embedded|etcd] [--replace] FILE
+//   sluice config diff|plan [-c conf/config.yaml] [--against embedded|etcd] [--replace] FILE
+//   sluice config apply [-c conf/config.yaml] [--to embedded|etcd] [--replace] [--force] FILE
 //
 // dump writes an apisix.yaml document (one top-level list per kind, each item with its id,
 // ending with `#END`). Private keys are printed as stored when sealed with
@@ -12,7 +14,8 @@
 // all decrypted. load checks every item of FILE with the Admin API's validation first
 // and writes nothing unless all pass; --replace also deletes stored resources of the kinds
 // FILE lists (`services: []` counts) that it does not hold. It seals private keys as the
-// Admin API does, and refuses a dump's redacted ones.
+// Admin API does, and refuses a dump's redacted ones. diff, plan and apply: config_cli.h and
+// docs/etcd.md.
 
 #include <string>
 #include <vector>

@@ -122,12 +122,38 @@ void ClientConn::on_drain() {
 }
 
 void ClientConn::drive() {
+  plugin::CpuMeter& meter = w_.plugin_local().cpu;
+  const bool outer = meter.running;  // a drive within another's (the outer's time is lost)
+  const bool timed = meter.on();
+  if (timed) [[unlikely]] {
+    meter.mark = plugin::monotonic_ns();
+    meter.running = true;
+  }
   while (state_ != State::kClosed) {
     if (step() == Step::kWait) {
+      if (timed) [[unlikely]] {
+        charge_cpu(meter);
+        meter.running = outer;
+      }
       return;
     }
   }
+  meter.running = outer;
   w_.close_client(this);
+}
+
+// The time since the meter's mark goes to the request in flight, or (reading a head) to the
+// next one; an HTTP/2 connection's goes to the stream whose log phase runs next in the drive,
+// and what is left to no request (the plugin's calibration spreads it over the others).
+void ClientConn::charge_cpu(plugin::CpuMeter& meter) {
+  const uint64_t now = plugin::monotonic_ns();
+  if (state_ == State::kExchange) {
+    msg_->exchange.plugin_context().cpu_ns += meter.take(now);
+  } else if (state_ == State::kReadHead) {
+    pending_cpu_ns_ += meter.take(now);
+  } else {
+    meter.skip(now);
+  }
 }
 
 ClientConn::Step ClientConn::step() {
@@ -300,6 +326,8 @@ void ClientConn::start_exchange() {
   const http::TlsInfo* tls = tls_ ? &tls_->info() : nullptr;
   msg_->exchange.begin(*this, msg_->req, head_len_,
                        {client_ip_, client_addr_, local_port_, tls, peer_port_, local_ip_});
+  msg_->exchange.plugin_context().cpu_ns = pending_cpu_ns_;  // reading its head
+  pending_cpu_ns_ = 0;
 }
 
 ClientConn::Step ClientConn::run_exchange() {

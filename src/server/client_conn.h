@@ -18,6 +18,7 @@
 #include "io/outbox.h"
 #include "io/socket.h"
 #include "io/transport.h"
+#include "plugin/plugin.h"
 #include "router/ip.h"
 #include "server/admin_hook.h"
 #include "server/conn_limits.h"
@@ -138,6 +139,7 @@ class ClientConn final : public io::IoHandler, public Downstream {
   enum class Step { kProgress, kWait, kDone };
 
   void drive();
+  void charge_cpu(plugin::CpuMeter& meter);
   Step step();
   Step read_head();
   void start_request();
@@ -219,6 +221,7 @@ class ClientConn final : public io::IoHandler, public Downstream {
   size_t body_consume_ = 0;       // in_ bytes the body piece handed out spans
   bool chunks_out_ = false;       // the response body goes out as chunks
   bool handshake_timed_ = false;  // TLS: the handshake finished and its deadline was lifted
+  uint64_t pending_cpu_ns_ = 0;   // CpuMeter: time reading the next request's head
   bool fresh_ = true;             // no byte of a request has arrived on this connection yet
   bool upgraded_ = false;         // handed to a tunnel after a 101: HTTP is over on this connection
   // For the access log: bytes of the response body queued and of the request read, the

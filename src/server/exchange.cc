@@ -27,6 +27,7 @@ void Exchange::begin(Downstream& down, const http::RequestHead& req, size_t head
                      const ClientInfo& client) {
   down_ = &down;
   st_ = State{};
+  pctx_.cpu_ns = 0;  // the connection adds the time it spends on this request (CpuMeter)
   st_.phase = Phase::kAwaitHead;  // placeholder until routed
   st_.req = &req;
   st_.holds_head = true;

@@ -2,6 +2,8 @@
 // phases (which may suspend on an asynchronous hook and resume later), then header_filter
 // when the response head is built and log when the exchange ends.
 
+#include <algorithm>
+
 #include "common/log.h"
 #include "server/exchange.h"
 #include "server/worker.h"
@@ -196,7 +198,11 @@ void Exchange::end_plugins() {
   if (c.status == 0) {
     c.status = 499;  // nginx's code for a request the client gave up on before any answer
   }
-  c.bytes_out += down_->head_bytes();
+  // The access log's $request_length and $bytes_sent: the bodies with their chunk framing,
+  // which the pieces summed on the way lack. A tunnel's bytes (an upgrade has no body) were
+  // added when it ended.
+  c.bytes_in = down_->request_bytes();
+  c.bytes_out = std::max(c.bytes_out, down_->body_bytes()) + down_->head_bytes();
   if (c.trace.owner != nullptr) [[unlikely]] {
     trace_tries();
   }

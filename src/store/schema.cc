@@ -29,6 +29,16 @@ CREATE TABLE meta (name TEXT NOT NULL PRIMARY KEY, value INTEGER NOT NULL);
 INSERT INTO meta (name, value) VALUES ('revision', 0);
 )sql";
 
+// One row per change at its revision: the key and what it held just before (NULL: absent), so
+// the state at any kept revision is the earliest row after it, key by key.
+constexpr const char* kCreateHistory = R"sql(
+CREATE TABLE history (
+  revision INTEGER NOT NULL PRIMARY KEY,
+  key TEXT NOT NULL,
+  prev_value TEXT
+);
+)sql";
+
 // A first-row, first-column text query; nullopt on failure (the connection says why).
 std::optional<std::string> query_text(SqliteDb& db, const char* sql) {
   auto statement = Statement::prepare(db.get(), sql);
@@ -144,13 +154,31 @@ Status set_pragmas(SqliteDb& db, const std::string& path) {
 
 Status create_schema(SqliteDb& db, const std::string& path) {
   const std::string sql = fmt::format(
-      "BEGIN IMMEDIATE; {} PRAGMA application_id = {}; PRAGMA user_version = {}; "
+      "BEGIN IMMEDIATE; {} {} PRAGMA application_id = {}; PRAGMA user_version = {}; "
       "COMMIT;",
-      kCreateSchema, kApplicationId, kSchemaVersion);
+      kCreateSchema, kCreateHistory, kApplicationId, kSchemaVersion);
   Status s = db.exec(sql.c_str());
   if (!s) {
     (void)db.exec("ROLLBACK");
     return Status::error(fmt::format("cannot create the schema in {}: {}", path, s.message()));
+  }
+  return Status::ok();
+}
+
+// Version 1 -> 2: the history table, empty (rollback reaches back to the upgrade).
+Status upgrade_schema(SqliteDb& db, const std::string& path) {
+  const auto version = query_int(db, "PRAGMA user_version");
+  if (!version) {
+    return unreadable(db, path);
+  }
+  if (*version >= kSchemaVersion) {
+    return Status::ok();
+  }
+  const std::string sql = fmt::format("BEGIN IMMEDIATE; {} PRAGMA user_version = {}; COMMIT;",
+                                      kCreateHistory, kSchemaVersion);
+  if (Status s = db.exec(sql.c_str()); !s) {
+    (void)db.exec("ROLLBACK");
+    return Status::error(fmt::format("cannot upgrade the schema of {}: {}", path, s.message()));
   }
   return Status::ok();
 }
@@ -191,6 +219,8 @@ StatusOr<SqliteDb> open_sluice_db(const std::string& path) {
     if (Status s = create_schema(*db, path); !s) {
       return s;
     }
+  } else if (Status s = upgrade_schema(*db, path); !s) {
+    return s;
   }
   return db;
 }

@@ -12,8 +12,11 @@ namespace sluice::store {
 
 // "Sluc": PRAGMA application_id of a Sluice database.
 inline constexpr int64_t kApplicationId = 0x536c7563;
-// PRAGMA user_version of the schema this build writes; a newer file is refused.
-inline constexpr int64_t kSchemaVersion = 1;
+// PRAGMA user_version of the schema this build writes; a newer file is refused. Version 2 added
+// the history table (`sluice config rollback`); a version 1 file gains it when opened.
+inline constexpr int64_t kSchemaVersion = 2;
+// The changes the history keeps: the store rolls back at most this many revisions.
+inline constexpr int64_t kHistoryRevisions = 10000;
 
 // Opens `path`, refusing (with a message naming it) a file that is not SQLite, is corrupt,
 // belongs to another application or has a newer schema. The connection comes back in WAL mode

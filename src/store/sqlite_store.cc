@@ -4,7 +4,10 @@
 
 #include <chrono>
 #include <limits>
+#include <set>
 #include <utility>
+
+#include "store/schema.h"
 
 namespace sluice::store {
 
@@ -121,6 +124,12 @@ Status SqliteStore::prepare_statements() {
       {&Statements::min_expiry, "SELECT MIN(expire_at) FROM kv WHERE expire_at > 0"},
       {&Statements::expired, select + " WHERE expire_at > 0 AND expire_at <= ?1 "
                                       "ORDER BY expire_at, key"},
+      {&Statements::history_add,
+       "INSERT INTO history (revision, key, prev_value) VALUES (?1, ?2, ?3)"},
+      {&Statements::history_prune, "DELETE FROM history WHERE revision <= ?1"},
+      {&Statements::history_min, "SELECT MIN(revision) FROM history"},
+      {&Statements::history_since,
+       "SELECT key, prev_value FROM history WHERE revision > ?1 ORDER BY revision"},
       {&Statements::begin, "BEGIN IMMEDIATE"},
       {&Statements::commit, "COMMIT"},
       {&Statements::rollback, "ROLLBACK"},
@@ -251,6 +260,9 @@ StatusOr<Entry> SqliteStore::put(std::string_view key, std::string_view value, i
     if (*existing) {
       entry.create_revision = (*existing)->create_revision;
     }
+    if (Status h = remember(revision, entry.key, *existing ? &(*existing)->value : nullptr); !h) {
+      return h;
+    }
     if (Status w = write_entry(entry); !w) {
       return w;
     }
@@ -284,6 +296,9 @@ StatusOr<std::optional<Entry>> SqliteStore::remove(std::string_view key,
     }
     if (!removed) {
       return Status::ok();  // absent (an expired row is left for expire() to report)
+    }
+    if (Status h = remember(revision, removed->key, &removed->value); !h) {
+      return h;
     }
     if (Status e = erase(removed->key); !e) {
       return e;
@@ -324,10 +339,16 @@ Status SqliteStore::apply_batch(const std::vector<BatchOp>& ops) {
           return e;
         }
         ++revision;
+        if (Status h = remember(revision, op.key, &(*existing)->value); !h) {
+          return h;
+        }
         batch.push_back(Change{true, Entry{op.key, "", (*existing)->create_revision, revision}});
         continue;
       }
       ++revision;
+      if (Status h = remember(revision, op.key, *existing ? &(*existing)->value : nullptr); !h) {
+        return h;
+      }
       Entry entry{op.key, op.value, *existing ? (*existing)->create_revision : revision, revision,
                   0};
       if (Status w = write_entry(entry); !w) {
@@ -364,6 +385,9 @@ StatusOr<int> SqliteStore::expire(int64_t now_unix) {
         return e;
       }
       ++revision;
+      if (Status h = remember(revision, entry.key, &entry.value); !h) {
+        return h;
+      }
       batch.push_back(
           Change{true, Entry{std::move(entry.key), "", entry.create_revision, revision}});
     }
@@ -403,6 +427,64 @@ Status SqliteStore::erase(const std::string& key) {
     return fail(fmt::format("cannot delete {}", key));
   }
   return Status::ok();
+}
+
+Status SqliteStore::remember(int64_t revision, const std::string& key, const std::string* prev) {
+  Query q(sql_.history_add);
+  q.bind_int(1, revision).bind_text(2, key);
+  if (prev != nullptr) {
+    q.bind_text(3, *prev);
+  }  // else NULL: absent before
+  if (q.step() != SQLITE_DONE) {
+    return fail(fmt::format("cannot record the history of {}", key));
+  }
+  if (revision > kHistoryRevisions) {
+    Query prune(sql_.history_prune);
+    prune.bind_int(1, revision - kHistoryRevisions);
+    if (prune.step() != SQLITE_DONE) {
+      return fail("cannot trim the history");
+    }
+  }
+  return Status::ok();
+}
+
+StatusOr<std::vector<std::pair<std::string, std::optional<std::string>>>> SqliteStore::state_at(
+    int64_t revision) {
+  std::vector<std::pair<std::string, std::optional<std::string>>> out;
+  if (revision < 0 || revision > revision_) {
+    return Status::error(fmt::format(
+        "revision {} is not one of this store's (it is at revision {})", revision, revision_));
+  }
+  if (revision == revision_) {
+    return out;
+  }
+  Query oldest(sql_.history_min);
+  if (oldest.step() != SQLITE_ROW) {
+    return fail("cannot read the history");
+  }
+  // Every change after `revision` must be there: the first kept one is revision + 1 or older.
+  const int64_t first = oldest.is_null(0) ? revision_ + 1 : oldest.int_at(0);
+  if (first > revision + 1) {
+    return Status::error(fmt::format(
+        "the store's history reaches back to revision {} only (it keeps the last {} changes, "
+        "from the first write of a store made or upgraded by this version)",
+        first - 1, kHistoryRevisions));
+  }
+  Query q(sql_.history_since);
+  q.bind_int(1, revision);
+  std::set<std::string> seen;
+  int rc;
+  while ((rc = q.step()) == SQLITE_ROW) {
+    std::string key = q.text_at(0);
+    if (seen.insert(key).second) {  // the earliest change after `revision`: its state then
+      out.emplace_back(std::move(key),
+                       q.is_null(1) ? std::nullopt : std::optional<std::string>(q.text_at(1)));
+    }
+  }
+  if (rc != SQLITE_DONE) {
+    return fail("cannot read the history");
+  }
+  return out;
 }
 
 Status SqliteStore::write_revision(int64_t revision) {

@@ -38,12 +38,15 @@ class SqliteStore final : public ConfigStore {
   common::StatusOr<int> expire(int64_t now_unix) override;
   int64_t next_expiry() const override { return next_expiry_; }
   std::vector<Change> take_changes() override;
+  common::StatusOr<std::vector<std::pair<std::string, std::optional<std::string>>>> state_at(
+      int64_t revision) override;
 
  private:
   // Prepared once; finalized (declared after db_) before the connection closes.
   struct Statements {
     Statement get, list_range, list_from, upsert, erase, set_revision, min_expiry, expired;
     Statement begin, commit, rollback;
+    Statement history_add, history_prune, history_min, history_since;
   };
 
   common::Status prepare_statements();
@@ -59,6 +62,9 @@ class SqliteStore final : public ConfigStore {
   common::StatusOr<std::vector<Entry>> read_list(std::string_view prefix, int64_t now);
   common::Status write_revision(int64_t revision);
   common::Status erase(const std::string& key);
+  // Records that `key` changed at `revision`, having held `prev` (null: absent), and forgets
+  // what falls out of the kept window. Inside the change's transaction.
+  common::Status remember(int64_t revision, const std::string& key, const std::string* prev);
   common::StatusOr<std::vector<Entry>> read_expired(int64_t now);
   void refresh_next_expiry();
   // "store <path>: <what>: <sqlite's message>".

@@ -11,6 +11,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "common/status.h"
@@ -77,6 +78,13 @@ class ConfigStore {
   // The number a POST turns into a generated id ("%020d"), as APISIX takes it: the embedded
   // store answers the next revision; etcd writes `<prefix>/gen_id` and answers its revision.
   virtual common::StatusOr<int64_t> generate_id() { return revision() + 1; }
+  // What every key changed after `revision` held at `revision` (nullopt: it did not exist),
+  // read from the store's history; refused when the history does not reach back that far, or
+  // the store keeps none here (etcd).
+  virtual common::StatusOr<std::vector<std::pair<std::string, std::optional<std::string>>>>
+  state_at(int64_t revision) {
+    return common::Status::error("this store keeps no history to roll back with");
+  }
 };
 
 // Opens (creating when absent) the embedded SQLite store `<dir>/sluice.db`, creating `dir`

@@ -1,11 +1,7 @@
 #include "plugins/loggers/capture.h"
 
-#include <fmt/format.h>
-
-#include <cctype>
+#include <charconv>
 #include <cstring>
-#include <map>
-#include <vector>
 
 #include "plugin/args.h"
 
@@ -32,25 +28,11 @@ void each(const std::string& buf, const void* owner, Part part, F&& f) {
   }
 }
 
-std::string lower(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) {
-    c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  }
-  return out;
-}
-
-std::string dump(const plugin::Json& j) {
-  return j.dump(-1, ' ', false, plugin::Json::error_handler_t::replace);
-}
-
-// The request's host as `vars` reads it (Host without its port, lower-case).
-std::string host_of(const plugin::Context& ctx) {
-  static const router::Var kHost = router::Var::parse("host");
-  router::VarScratch scratch;
-  std::string_view v;
-  kHost.get(ctx.match, &scratch, &v);
-  return std::string(v);
+// The worker's pair table for the entries' header and argument objects (capacity kept).
+PairObject& pairs() {
+  thread_local PairObject p;
+  p.clear();
+  return p;
 }
 
 void member(std::string* out, std::string_view key, std::string_view json_value) {
@@ -62,8 +44,6 @@ void member(std::string* out, std::string_view key, std::string_view json_value)
   out->append(json_value);
 }
 
-std::string ms3(uint64_t ns) { return fmt::format("{}", static_cast<double>(ns) / 1e6); }
-
 }  // namespace
 
 void put(plugin::Context& ctx, const void* owner, Part part, std::string_view data) {
@@ -73,6 +53,31 @@ void put(plugin::Context& ctx, const void* owner, Part part, std::string_view da
   const auto n = static_cast<uint32_t>(data.size());
   buf.append(reinterpret_cast<const char*>(&n), 4);
   buf.append(data);
+}
+
+size_t begin_record(plugin::Context& ctx, const void* owner, Part part) {
+  std::string& buf = ctx.log_capture;
+  const size_t at = buf.size();
+  buf.append(reinterpret_cast<const char*>(&owner), sizeof(owner));
+  buf.push_back(static_cast<char>(part));
+  buf.append(4, '\0');
+  return at;
+}
+
+void end_record(plugin::Context& ctx, size_t begun) {
+  std::string& buf = ctx.log_capture;
+  const auto n = static_cast<uint32_t>(buf.size() - begun - kHeader);
+  std::memcpy(buf.data() + begun + sizeof(const void*) + 1, &n, 4);
+}
+
+std::optional<std::string_view> view(const plugin::Context& ctx, const void* owner, Part part) {
+  std::optional<std::string_view> found;
+  each(ctx.log_capture, owner, part, [&](std::string_view d) {
+    if (!found) {
+      found = d;
+    }
+  });
+  return found;
 }
 
 bool find(const plugin::Context& ctx, const void* owner, Part part, std::string* out) {
@@ -95,37 +100,47 @@ void request_members(const plugin::Context& ctx, std::string* out) {
   if (req == nullptr) {
     return;
   }
-  const std::string host = host_of(ctx);
-  std::string url = fmt::format("{}://{}:{}{}", ctx.match.tls != nullptr ? "https" : "http", host,
-                                ctx.match.server_port, req->target);
+  static const router::Var kHost = router::Var::parse("host");
+  router::VarScratch scratch;
+  std::string_view host;
+  kHost.get(ctx.match, &scratch, &host);
+  thread_local std::string url;
+  url.assign(ctx.match.tls != nullptr ? "https://" : "http://");
+  char port[8];
+  const auto p = std::to_chars(port, port + sizeof(port), ctx.match.server_port);
+  url.append(host).append(":").append(port, p.ptr).append(req->target);
   out->append("\"url\":");
   append_json_string(out, url);
   out->append(",\"uri\":");
   append_json_string(out, req->target);
   out->append(",\"method\":");
   append_json_string(out, req->method_text);
-  plugin::Json headers = plugin::Json::object();
+  PairObject& headers = pairs();
   for (size_t i = 0; i < req->num_headers; ++i) {
-    plugin::add_value(headers, lower(req->headers[i].name), std::string(req->headers[i].value));
+    headers.add(req->headers[i].name, req->headers[i].value, true);
   }
-  out->append(",\"headers\":").append(dump(headers));
-  plugin::Json args = plugin::decode_args(req->query);
-  out->append(",\"querystring\":").append(dump(args));
+  out->append(",\"headers\":");
+  headers.render(out);
+  PairObject& args = pairs();
+  plugin::each_arg(req->query, [&](std::string_view k, std::string_view v, bool has_value) {
+    args.add_arg(k, v, has_value);
+  });
+  out->append(",\"querystring\":");
+  args.render(out);
 }
 
 void response_headers(const plugin::Context& ctx, std::string* out) {
-  plugin::Json headers = plugin::Json::object();
+  PairObject& headers = pairs();
   if (const http::ResponseHead* up = ctx.upstream_resp) {
     for (size_t i = 0; i < up->num_headers; ++i) {
       if (!ctx.resp.headers.drops(up->headers[i].name)) {
-        plugin::add_value(headers, lower(up->headers[i].name), std::string(up->headers[i].value));
+        headers.add(up->headers[i].name, up->headers[i].value, true);
       }
     }
   }
-  ctx.resp.headers.for_each_added([&](std::string_view name, std::string_view value) {
-    plugin::add_value(headers, lower(name), std::string(value));
-  });
-  out->append(dump(headers));
+  ctx.resp.headers.for_each_added(
+      [&](std::string_view name, std::string_view value) { headers.add(name, value, true); });
+  headers.render(out);
 }
 
 void render_full(const FullInput& f, std::string* out) {
@@ -133,9 +148,8 @@ void render_full(const FullInput& f, std::string* out) {
   out->append("{\"request\":{").append(f.request);
   member(out, "size", std::to_string(c.bytes_in));
   if (f.req_body) {
-    std::string b;
-    append_json_string(&b, *f.req_body);
-    member(out, "body", b);
+    member(out, "body", {});
+    append_json_string(out, *f.req_body);
   }
   out->append("},\"response\":{\"status\":").append(std::to_string(c.status));
   if (f.resp_headers) {
@@ -143,22 +157,18 @@ void render_full(const FullInput& f, std::string* out) {
   }
   member(out, "size", std::to_string(c.bytes_out));
   if (f.resp_body) {
-    std::string b;
-    append_json_string(&b, *f.resp_body);
-    member(out, "body", b);
+    member(out, "body", {});
+    append_json_string(out, *f.resp_body);
   }
   out->append("},\"server\":{\"hostname\":");
   append_json_string(out, f.in.hostname);
   out->append(",\"version\":");
   append_json_string(out, f.version);
   out->push_back('}');
-  std::string s;
-  if (!c.upstream_ip.empty()) {
-    s = c.upstream_ip.find(':') != std::string_view::npos
-            ? fmt::format("[{}]:{}", c.upstream_ip, c.upstream_port)
-            : fmt::format("{}:{}", c.upstream_ip, c.upstream_port);
-    out->append(",\"upstream\":");
-    append_json_string(out, s);
+  if (!c.upstream_ip.empty()) {  // an address and a port: nothing to escape
+    const bool v6 = c.upstream_ip.find(':') != std::string_view::npos;
+    out->append(",\"upstream\":\"").append(v6 ? "[" : "").append(c.upstream_ip);
+    out->append(v6 ? "]:" : ":").append(std::to_string(c.upstream_port)).push_back('"');
   }
   // log-util: a matched route gives its service_id ("" without one); no route, the host.
   out->append(",\"service_id\":");
@@ -182,15 +192,18 @@ void render_full(const FullInput& f, std::string* out) {
   const uint64_t total_ns = f.in.now_ns > c.start_ns ? f.in.now_ns - c.start_ns : 0;
   const int64_t start_ms = f.in.wall_ms - static_cast<int64_t>(total_ns / 1000000);
   out->append(",\"start_time\":").append(std::to_string(start_ms));
-  out->append(",\"latency\":").append(ms3(total_ns));
+  out->append(",\"latency\":");
+  append_ms(out, total_ns);
   uint64_t apisix_ns = total_ns;
   if (c.upstream_start_ns != 0) {
     const uint64_t end = c.upstream_end_ns != 0 ? c.upstream_end_ns : f.in.now_ns;
     const uint64_t up_ns = end > c.upstream_start_ns ? end - c.upstream_start_ns : 0;
-    out->append(",\"upstream_latency\":").append(ms3(up_ns));
+    out->append(",\"upstream_latency\":");
+    append_ms(out, up_ns);
     apisix_ns = total_ns > up_ns ? total_ns - up_ns : 0;
   }
-  out->append(",\"apisix_latency\":").append(ms3(apisix_ns));
+  out->append(",\"apisix_latency\":");
+  append_ms(out, apisix_ns);
   out->push_back('}');
 }
 

@@ -25,6 +25,13 @@ enum class Part : uint8_t {
 
 // Appends one record. Thread: worker.
 void put(plugin::Context& ctx, const void* owner, Part part, std::string_view data);
+// Appends one record whose bytes the caller then appends to ctx.log_capture itself, and ends
+// it with end_record(ctx, begin_record(...)): no temporary string.
+size_t begin_record(plugin::Context& ctx, const void* owner, Part part);
+void end_record(plugin::Context& ctx, size_t begun);
+// `owner`'s first record of `part`, viewed in place; nullopt when none. For the parts
+// recorded once per request (all but kRespBody).
+std::optional<std::string_view> view(const plugin::Context& ctx, const void* owner, Part part);
 // The concatenation of `owner`'s records of `part`, appended to `out`; false when none.
 bool find(const plugin::Context& ctx, const void* owner, Part part, std::string* out);
 // The bytes `owner` has recorded for `part`.

@@ -268,11 +268,6 @@ void capture_head(const LogFormat& f, const router::MatchContext& m, std::string
   capture_fields(f.fields(), m, out);
 }
 
-void append_json_string(std::string* out, std::string_view s) {
-  out->append(
-      plugin::Json(std::string(s)).dump(-1, ' ', false, plugin::Json::error_handler_t::replace));
-}
-
 void render_format(const LogFormat& f, const LogInput& in, std::string* out) {
   size_t at = 0;
   render_fields(f.fields(), in, &at, out);

@@ -12,6 +12,7 @@
 
 #include "common/status.h"
 #include "plugin/info.h"
+#include "plugins/loggers/json_out.h"
 #include "router/expr.h"
 
 namespace sluice::plugins::loggers {
@@ -84,8 +85,5 @@ struct LogInput {
 // variable that is not there is left out, as a nil is in APISIX's table. Values are strings,
 // as ngx.var gives them.
 void render_format(const LogFormat& f, const LogInput& in, std::string* out);
-
-// JSON string of `s` (invalid UTF-8 replaced), appended with its quotes.
-void append_json_string(std::string* out, std::string_view s);
 
 }  // namespace sluice::plugins::loggers

@@ -75,16 +75,17 @@ class HttpSink final : public batch::Sink {
       : c_(c), tls_(c.uri.https ? std::make_unique<TlsClient>(c.ssl_verify) : nullptr) {}
 
   bool send(std::span<const std::string> entries, std::string* err) override {
-    const std::string body =
-        join_entries(entries, c_.batch.batch_max_size == 1, c_.concat_method == "new_line");
-    std::string req =
-        fmt::format("POST {} HTTP/1.1\r\nHost: {}\r\nContent-Type: {}\r\nContent-Length: {}\r\n",
-                    c_.uri.path, c_.uri.host_header,
-                    c_.concat_method == "json" ? "application/json" : "text/plain", body.size());
+    const bool single = c_.batch.batch_max_size == 1;
+    const bool new_line = c_.concat_method == "new_line";
+    const size_t length = joined_size(entries, single, new_line);
+    std::string req = fmt::format(
+        "POST {} HTTP/1.1\r\nHost: {}\r\nContent-Type: {}\r\nContent-Length: {}\r\n", c_.uri.path,
+        c_.uri.host_header, c_.concat_method == "json" ? "application/json" : "text/plain", length);
     if (!c_.auth_header.empty()) {
       req.append("Authorization: ").append(c_.auth_header).append("\r\n");
     }
-    req.append("\r\n").append(body);
+    req.append("\r\n");
+    join_entries(entries, single, new_line, &req);  // the body, in the same buffer
     // A kept-alive connection the server closed meanwhile is not the server's failure: the
     // batch goes once more on a new one.
     for (int attempt = 0; attempt < 2; ++attempt) {

@@ -94,6 +94,19 @@ int64_t wall_ms_now() {
       .count();
 }
 
+// The wall clock at monotonic `now_ns`, from the offset between the two clocks read at most a
+// second ago on this thread (as nginx caches its time): one clock read per entry, not two. A
+// step of the wall clock shows within a second.
+int64_t wall_ms_at(uint64_t now_ns) {
+  thread_local uint64_t read_at_ns = 0;
+  thread_local int64_t offset_ms = 0;
+  if (read_at_ns == 0 || now_ns - read_at_ns > 1000000000u) {
+    read_at_ns = now_ns;
+    offset_ms = wall_ms_now() - static_cast<int64_t>(now_ns / 1000000);
+  }
+  return static_cast<int64_t>(now_ns / 1000000) + offset_ms;
+}
+
 // RFC 5424 as APISIX's rfc5424.encode("SYSLOG", "INFO", host, "apisix", pid, msg): facility
 // syslog (5) and severity info (6) make <46>; the time is UTC with milliseconds.
 std::string rfc5424(std::string_view host, std::string_view msg, int64_t wall_ms) {
@@ -155,7 +168,6 @@ uint32_t Logger::phases() const {
 }
 
 void Logger::head(Context& ctx) const {
-  std::string text;
   if (conf_->kind == Kind::kSyslog || format_.empty()) {  // syslog's HOSTNAME; service_id
     static const router::Var kHost = router::Var::parse("host");
     router::VarScratch scratch;
@@ -164,22 +176,24 @@ void Logger::head(Context& ctx) const {
     put(ctx, this, Part::kHost, host);
   }
   if (format_.empty()) {
-    request_members(ctx, &text);
-    put(ctx, this, Part::kRequest, text);
+    const size_t at = begin_record(ctx, this, Part::kRequest);
+    request_members(ctx, &ctx.log_capture);
+    end_record(ctx, at);
     if (conf_->body.include_req_body && conf_->body.req_body_expr.eval(ctx.match)) {
       put(ctx, this, Part::kReqBody, "1");
     }
   } else if (format_.head_count() > 0) {
-    capture_head(format_, ctx.match, &text);
-    put(ctx, this, Part::kFormatHead, text);
+    const size_t at = begin_record(ctx, this, Part::kFormatHead);
+    capture_head(format_, ctx.match, &ctx.log_capture);
+    end_record(ctx, at);
   }
 }
 
 void Logger::header_filter(Context& ctx) const {
   if (format_.empty()) {
-    std::string text;
-    response_headers(ctx, &text);
-    put(ctx, this, Part::kRespHeaders, text);
+    const size_t at = begin_record(ctx, this, Part::kRespHeaders);
+    response_headers(ctx, &ctx.log_capture);
+    end_record(ctx, at);
   }
   if (!conf_->body.include_resp_body) {
     return;
@@ -206,12 +220,11 @@ void Logger::body_filter(Context& ctx, plugin::BodyPiece& piece) const {
 }
 
 std::string Logger::entry(const Context& ctx, uint64_t now_ns, int64_t wall_ms) const {
-  std::string head;
   LogInput in{&ctx, {}, hostname_, now_ns, wall_ms};
   std::string out;
+  out.reserve(ctx.log_capture.size() + 512);
   if (!format_.empty()) {
-    find(ctx, this, Part::kFormatHead, &head);
-    in.head = head;
+    in.head = view(ctx, this, Part::kFormatHead).value_or(std::string_view());
     out.push_back('{');
     render_format(format_, in, &out);
     if (ctx.route != nullptr) {  // log-util's get_custom_format_log adds them
@@ -226,36 +239,31 @@ std::string Logger::entry(const Context& ctx, uint64_t now_ns, int64_t wall_ms) 
     }
     out.push_back('}');
   } else {
-    std::string request, resp_headers, resp_body, flag, host;
-    find(ctx, this, Part::kRequest, &request);
-    find(ctx, this, Part::kHost, &host);
+    std::string resp_body;
     FullInput f;
     f.in = in;
-    f.request = request;
-    f.host = host;
+    f.request = view(ctx, this, Part::kRequest).value_or(std::string_view());
+    f.host = view(ctx, this, Part::kHost).value_or(std::string_view());
     f.version = SLUICE_VERSION;
     f.no_matched_route_id = conf_->kind == Kind::kHttp;
-    if (find(ctx, this, Part::kRespHeaders, &resp_headers)) {
-      f.resp_headers = resp_headers;
-    }
-    if (find(ctx, this, Part::kReqBody, &flag) && !ctx.request_body.empty()) {
+    f.resp_headers = view(ctx, this, Part::kRespHeaders);
+    if (view(ctx, this, Part::kReqBody) && !ctx.request_body.empty()) {
       f.req_body = ctx.request_body.substr(0, conf_->body.max_req_body_bytes);
     }
-    if (find(ctx, this, Part::kRespBody, &resp_body)) {
+    if (find(ctx, this, Part::kRespBody, &resp_body)) {  // recorded piece by piece
       f.resp_body = resp_body;
     }
     render_full(f, &out);
   }
   if (conf_->kind == Kind::kSyslog) {
-    std::string host;
-    find(ctx, this, Part::kHost, &host);
-    return rfc5424(host, out, wall_ms);
+    return rfc5424(view(ctx, this, Part::kHost).value_or(std::string_view()), out, wall_ms);
   }
   return out;
 }
 
 void Logger::log(Context& ctx) const {
-  out_->push(entry(ctx, plugin::monotonic_ns(), wall_ms_now()));
+  const uint64_t now_ns = plugin::monotonic_ns();
+  out_->push(entry(ctx, now_ns, wall_ms_at(now_ns)), now_ns / 1000000);
 }
 
 }  // namespace sluice::plugins::loggers

@@ -32,7 +32,8 @@ class SocketSink final : public batch::Sink {
     if (c_.kind == Kind::kSyslog) {
       return send_syslog(entries, err);
     }
-    const std::string body = join_entries(entries, c_.batch.batch_max_size == 1, false);
+    std::string body;
+    join_entries(entries, c_.batch.batch_max_size == 1, false, &body);
     const char* proto = c_.kind == Kind::kUdp ? "UDP" : "TCP";
     auto conn = Conn::open(c_.host, c_.port, c_.kind == Kind::kUdp, tls_.get(), c_.tls_server_name,
                            c_.timeout_ms);
@@ -147,24 +148,36 @@ class FileSink final : public batch::Sink {
 
 void reopen_files() { g_reopen.fetch_add(1, std::memory_order_acq_rel); }
 
-std::string join_entries(std::span<const std::string> entries, bool single, bool new_line) {
+void join_entries(std::span<const std::string> entries, bool single, bool new_line,
+                  std::string* out) {
+  out->reserve(out->size() + joined_size(entries, single, new_line));
   if (single && entries.size() == 1) {
-    return entries[0];
+    out->append(entries[0]);
+    return;
   }
-  std::string out;
   if (!new_line) {
-    out.push_back('[');
+    out->push_back('[');
   }
   for (size_t i = 0; i < entries.size(); ++i) {
     if (i > 0) {
-      out.push_back(new_line ? '\n' : ',');
+      out->push_back(new_line ? '\n' : ',');
     }
-    out.append(entries[i]);
+    out->append(entries[i]);
   }
   if (!new_line) {
-    out.push_back(']');
+    out->push_back(']');
   }
-  return out;
+}
+
+size_t joined_size(std::span<const std::string> entries, bool single, bool new_line) {
+  if (single && entries.size() == 1) {
+    return entries[0].size();
+  }
+  size_t n = new_line ? 0 : 2;
+  for (const std::string& e : entries) {
+    n += e.size();
+  }
+  return n + (entries.empty() ? 0 : entries.size() - 1);
 }
 
 std::unique_ptr<batch::Sink> make_sink(const Conf& conf) {

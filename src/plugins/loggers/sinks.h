@@ -18,7 +18,11 @@ std::unique_ptr<batch::Sink> make_sink(const Conf& conf);
 void reopen_files();
 
 // The body of one batch: one entry as it is when batch_max_size is 1, else a JSON array
-// (`json`) or the entries one a line (`new_line`), as http-logger.lua's func makes them.
-std::string join_entries(std::span<const std::string> entries, bool single, bool new_line);
+// (`json`) or the entries one a line (`new_line`), as http-logger.lua's func makes them;
+// appended to `out`, whose room is made once.
+void join_entries(std::span<const std::string> entries, bool single, bool new_line,
+                  std::string* out);
+// The length of what join_entries() appends.
+size_t joined_size(std::span<const std::string> entries, bool single, bool new_line);
 
 }  // namespace sluice::plugins::loggers

@@ -164,9 +164,68 @@ Status check_extra_labels(const plugin::Json& v, Family f) {
   return Status::ok();
 }
 
+Status check_expire(const plugin::Json& v) {
+  if (!v.is_number() || !std::isfinite(v.get<double>()) || v.get<double>() < 0 ||
+      v.get<double>() > kMaxExpireSeconds) {
+    return Status::error(
+        fmt::format("expected a number of seconds from 0 (never) to {}", kMaxExpireSeconds));
+  }
+  return Status::ok();
+}
+
+namespace {
+
+// metrics.<family>.expire in milliseconds, or -1 when unset.
+int64_t expire_ms_of(const plugin::Json& attr, size_t f) {
+  auto m = attr.find("metrics");
+  if (m == attr.end() || !m->is_object()) {
+    return -1;
+  }
+  auto fam = m->find(std::string(kFamilyKeys[f]));
+  if (fam == m->end() || !fam->is_object()) {
+    return -1;
+  }
+  auto e = fam->find("expire");
+  if (e == fam->end() || !check_expire(*e)) {
+    return -1;
+  }
+  return static_cast<int64_t>(std::llround(e->get<double>() * 1000));
+}
+
+}  // namespace
+
+Status check_expires(const plugin::Json& attr) {
+  int64_t agreed = -1;
+  size_t first = 0;
+  for (size_t f = 0; f < kFamilyKeys.size(); ++f) {
+    const int64_t e = expire_ms_of(attr, f);
+    if (e < 0) {
+      continue;
+    }
+    if (agreed >= 0 && e != agreed) {
+      return Status::error(fmt::format(
+          "{}.expire and {}.expire differ: Sluice expires a route's status, latency and "
+          "bandwidth label sets together, so they must be equal",
+          kFamilyKeys[first], kFamilyKeys[f]));
+    }
+    agreed = e;
+    first = f;
+  }
+  return Status::ok();
+}
+
 Attr read_attr(const plugin::Json& attr) {
   Attr a;
   auto layout = std::make_shared<metrics::HttpLayout>();
+  for (size_t f = 0; f < kFamilyKeys.size(); ++f) {
+    if (const int64_t e = expire_ms_of(attr, f); e > 0 && check_expires(attr)) {
+      layout->expire_ms = static_cast<uint64_t>(e);
+    }
+  }
+  if (auto c = attr.find("route_accounting"); c != attr.end() && c->is_boolean()) {
+    a.cpu = c->get<bool>();
+  }
+  layout->cpu = a.cpu;
   if (auto b = attr.find("default_buckets"); b != attr.end() && check_default_buckets(*b)) {
     layout->bounds = b->get<std::vector<double>>();
   }

@@ -57,6 +57,7 @@ struct Attr {
   std::shared_ptr<const metrics::HttpLayout> layout = metrics::HttpMetrics::default_layout();
   std::array<std::vector<LabelVar>, 3> vars;  // by Family, in the layout's label order
   bool reads_head = false;                    // a variable reads the request head
+  bool cpu = true;                            // route_accounting: measure worker CPU time
 };
 
 // default_buckets: a non-empty list of strictly increasing positive numbers. The message
@@ -64,6 +65,14 @@ struct Attr {
 common::Status check_default_buckets(const plugin::Json& v);
 // metrics.<family>.extra_labels: a list of one-key maps {label_name: "$variable"}.
 common::Status check_extra_labels(const plugin::Json& v, Family f);
+// metrics.<family>.expire: seconds a label set may go unrecorded before it leaves the export
+// (0: never), a number from 0 to kMaxExpireSeconds.
+common::Status check_expire(const plugin::Json& v);
+inline constexpr double kMaxExpireSeconds = 365.0 * 24 * 3600;
+// The families' expire values together: one label set holds a route's status, latency and
+// bandwidth cells, which expire as one, so the values set must agree (unset ones take theirs).
+// The message names the families; the caller names plugin_attr.prometheus.metrics.
+common::Status check_expires(const plugin::Json& attr);
 
 // From plugin_attr.prometheus as config.yaml's reader left it (checked); defaults where unset.
 Attr read_attr(const plugin::Json& attr);

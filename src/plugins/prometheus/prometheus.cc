@@ -1,8 +1,10 @@
 #include "plugins/prometheus/prometheus.h"
 
 #include <fmt/format.h>
+#include <time.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 #include <vector>
 
@@ -21,6 +23,9 @@ struct Cells {
   Attr attr;
   plugin::Json made_from;  // default_buckets and metrics as they were at start
   bool warned = false;     // about a reload that changed them
+  // A route, service or global rule carries the plugin: the workers' CpuMeter times their
+  // connections' events (with route_accounting); until then they pay nothing for it.
+  std::atomic<bool> in_use{false};
   std::vector<std::unique_ptr<metrics::HttpMetrics>> workers;
   std::vector<const metrics::HttpMetrics*> view;
   std::vector<std::unique_ptr<WorkerCells>> slots;
@@ -31,7 +36,7 @@ constexpr char kCellsKey[] = "prometheus.cells";
 // The part of plugin_attr.prometheus that shapes the cells.
 plugin::Json layout_keys(const plugin::Json& attr) {
   plugin::Json out = plugin::Json::object();
-  for (const char* key : {"default_buckets", "metrics"}) {
+  for (const char* key : {"default_buckets", "metrics", "route_accounting"}) {
     if (auto it = attr.find(key); it != attr.end()) {
       out[key] = *it;
     }
@@ -55,6 +60,9 @@ common::StatusOr<std::shared_ptr<const plugin::Plugin>> make(const plugin::Json&
   }
   const bool reads_head =
       cells ? cells->attr.reads_head : read_attr(env.shared.attr_of("prometheus")).reads_head;
+  if (cells) {
+    cells->in_use.store(true, std::memory_order_relaxed);
+  }
   return std::shared_ptr<const plugin::Plugin>(
       std::make_shared<const Prometheus>(*conf, reads_head));
 }
@@ -82,7 +90,7 @@ void process_init(plugin::Shared& shared, const plugin::ProcessEnv& env) {
     cells->workers.push_back(std::make_unique<metrics::HttpMetrics>(cap, cells->attr.layout));
     cells->view.push_back(cells->workers.back().get());
     cells->slots.push_back(
-        std::make_unique<WorkerCells>(WorkerCells{cells->workers.back().get(), &cells->attr}));
+        std::make_unique<WorkerCells>(WorkerCells{cells->workers.back().get(), &cells->attr, {}}));
   }
 }
 
@@ -90,6 +98,9 @@ void worker_init(plugin::Shared& shared, plugin::WorkerLocal& local) {
   auto cells = shared.find<Cells>(kCellsKey);
   if (cells && static_cast<size_t>(local.worker_id) < cells->workers.size()) {
     local.set_slot(slot_tag(), cells->slots[local.worker_id].get());
+    if (cells->attr.cpu) {
+      local.cpu.enabled = &cells->in_use;  // the connections time their events for log()
+    }
   }
 }
 
@@ -101,11 +112,32 @@ std::string control(const plugin::Shared& shared) {
                                     : std::span<const metrics::HttpMetrics* const>());
 }
 
+uint64_t thread_cpu_ns() {
+  timespec ts;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1000000000u + static_cast<uint64_t>(ts.tv_nsec);
+}
+
 double ms_between(uint64_t from_ns, uint64_t to_ns) {
   return to_ns > from_ns ? static_cast<double>(to_ns - from_ns) / 1e6 : 0;
 }
 
 }  // namespace
+
+uint64_t cpu_time(WorkerCells::Calibration& cal, const plugin::CpuMeter& meter, uint64_t now,
+                  uint64_t wall_ns) {
+  if (now >= cal.next_ns) {
+    const uint64_t thread = thread_cpu_ns();
+    if (cal.next_ns != 0 && meter.charged > cal.charged) {
+      cal.ratio = static_cast<double>(thread - cal.thread_ns) /
+                  static_cast<double>(meter.charged - cal.charged);
+    }
+    cal.thread_ns = thread;
+    cal.charged = meter.charged;
+    cal.next_ns = now + kCalibrationNs;
+  }
+  return static_cast<uint64_t>(static_cast<double>(wall_ns) * cal.ratio);
+}
 
 const void* slot_tag() {
   static const char kTag = 0;
@@ -223,6 +255,13 @@ void Prometheus::log(plugin::Context& ctx) const {
   }
   s.ingress_bytes = ctx.bytes_in;
   s.egress_bytes = ctx.bytes_out;
+  s.now_ms = now / 1000000;
+  if (plugin::CpuMeter& meter = ctx.worker->cpu; meter.on()) {
+    // What the connection charged so far, and its drive's time up to here (from here on the
+    // time goes to whatever the connection does next). Outside a drive (a shutdown) there
+    // is no time in progress.
+    s.cpu_ns = cpu_time(w->cal, meter, now, ctx.cpu_ns + (meter.running ? meter.take(now) : 0));
+  }
   m->record(s);
 }
 

@@ -18,7 +18,22 @@ const plugin::PluginInfo& info();
 struct WorkerCells {
   metrics::HttpMetrics* metrics = nullptr;
   const Attr* attr = nullptr;
+  // Turns the meter's wall time (CpuMeter) into CPU time: every kCalibrationNs, the worker
+  // thread's CPU time over that period divided by the time charged in it. Below 1 when the
+  // thread was preempted within its drives; above 1 for the CPU it spent outside them (the
+  // event loop's own work), which is thereby shared among the requests.
+  struct Calibration {
+    uint64_t next_ns = 0, thread_ns = 0, charged = 0;
+    double ratio = 1;
+  } cal;
 };
+
+// How often a worker reads its thread's CPU clock (a system call) to calibrate.
+inline constexpr uint64_t kCalibrationNs = 100'000'000;
+
+// The CPU time of `wall_ns` charged at `now`, recalibrating when a period is over.
+uint64_t cpu_time(WorkerCells::Calibration& cal, const plugin::CpuMeter& meter, uint64_t now,
+                  uint64_t wall_ns);
 
 // The WorkerLocal slot (plugin.h) holding a worker's WorkerCells.
 const void* slot_tag();

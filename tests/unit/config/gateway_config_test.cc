@@ -395,6 +395,21 @@ plugin_attr:
                   "bandwidth": {"extra_labels": [{"v": "$arg_v"}]}}}})"));
 }
 
+TEST(GatewayConfig, PrometheusExpireAndAccountingGoToPluginAttr) {
+  auto r = parse_gateway_config(R"(
+plugin_attr:
+  prometheus:
+    route_accounting: false
+    metrics:
+      http_status: {expire: 60}
+      http_latency: {expire: 60}
+)",
+                                "/etc/sluice");
+  ASSERT_TRUE(r.is_ok()) << r.status().message();
+  EXPECT_EQ(r->plugin_attr, nlohmann::json::parse(R"({"prometheus": {"route_accounting": false,
+      "metrics": {"http_status": {"expire": 60}, "http_latency": {"expire": 60}}}})"));
+}
+
 TEST(GatewayConfig, PluginsAndPluginAttrErrors) {
   struct Case {
     const char* text;
@@ -444,6 +459,17 @@ TEST(GatewayConfig, PluginsAndPluginAttrErrors) {
       {"plugin_attr: {prometheus: {metrics: {http_latency: {extra_labels: [{u: uri}]}}}}\n",
        "config.yaml: plugin_attr.prometheus.metrics.http_latency.extra_labels: [0].u: \"uri\" is "
        "not a variable: write it as \"$name\""},
+      {"plugin_attr: {prometheus: {metrics: {http_status: {expire: -5}}}}\n",
+       "config.yaml: plugin_attr.prometheus.metrics.http_status.expire: expected a number of "
+       "seconds from 0 (never) to 31536000"},
+      {"plugin_attr: {prometheus: {metrics: {http_status: {expire: 5}, bandwidth: {expire: "
+       "6}}}}\n",
+       "config.yaml: plugin_attr.prometheus.metrics: http_status.expire and bandwidth.expire "
+       "differ: Sluice expires a route's status, latency and bandwidth label sets together, so "
+       "they must be equal"},
+      {"plugin_attr: {prometheus: {route_accounting: 1}}\n",
+       "config.yaml: plugin_attr.prometheus.route_accounting: expected true or false, got "
+       "number"},
       {"plugin_attr: {limit-count: {local_keys: 10}}\n",
        "config.yaml: plugin_attr.limit-count.local_keys: expected 10 to be at least 1024"},
       {"plugin_attr: {limit-count: {local_keys: many}}\n",

@@ -49,7 +49,7 @@ TEST(OpenEmbedded, CreatesTheDirectoryAndPersistsAcrossReopen) {
     ASSERT_TRUE(store->put("/apisix/routes/1", R"({"uri":"/x"})", 0, std::nullopt).is_ok());
   }
   EXPECT_EQ(raw_sql(dir + "/sluice.db", "PRAGMA application_id"), "1399616867");  // "Sluc"
-  EXPECT_EQ(raw_sql(dir + "/sluice.db", "PRAGMA user_version"), "1");
+  EXPECT_EQ(raw_sql(dir + "/sluice.db", "PRAGMA user_version"), "2");
   EXPECT_EQ(raw_sql(dir + "/sluice.db", "PRAGMA journal_mode"), "wal");
   auto store = must_open(dir);
   ASSERT_NE(store, nullptr);
@@ -130,9 +130,9 @@ TEST(OpenEmbedded, RefusesFilesThatAreNotSluiceDatabases) {
       {"newer schema",
        [](const TempDir& d) {
          make_sluice_db(d, 1);
-         raw_sql(d.db(), "PRAGMA user_version = 2");
+         raw_sql(d.db(), "PRAGMA user_version = 3");
        },
-       "{db} has schema version 2, newer than this Sluice supports (1); run a newer Sluice"},
+       "{db} has schema version 3, newer than this Sluice supports (2); run a newer Sluice"},
       {"unknown schema version",
        [](const TempDir& d) {
          make_sluice_db(d, 1);

@@ -114,10 +114,17 @@ TEST(LoggerConf, Metadata) {
 
 TEST(LoggerSinks, JoinEntries) {
   std::vector<std::string> e = {R"({"a":1})", R"({"b":2})"};
-  EXPECT_EQ(join_entries(std::span(e).first(1), true, false), R"({"a":1})");
-  EXPECT_EQ(join_entries(std::span(e).first(1), false, false), R"([{"a":1}])");
-  EXPECT_EQ(join_entries(e, false, false), R"([{"a":1},{"b":2}])");
-  EXPECT_EQ(join_entries(e, false, true), "{\"a\":1}\n{\"b\":2}");
+  auto joined = [](std::span<const std::string> es, bool single, bool new_line) {
+    std::string out = "x";  // appended to what is there
+    join_entries(es, single, new_line, &out);
+    EXPECT_EQ(out.size() - 1, joined_size(es, single, new_line));
+    return out.substr(1);
+  };
+  EXPECT_EQ(joined(std::span(e).first(1), true, false), R"({"a":1})");
+  EXPECT_EQ(joined(std::span(e).first(1), false, false), R"([{"a":1}])");
+  EXPECT_EQ(joined(e, false, false), R"([{"a":1},{"b":2}])");
+  EXPECT_EQ(joined(e, false, true), "{\"a\":1}\n{\"b\":2}");
+  EXPECT_EQ(joined(std::span(e).first(0), false, false), "[]");
 }
 
 TEST(LoggerSinks, ResponseHead) {

@@ -26,6 +26,33 @@ TEST(PrometheusAttr, BucketChecks) {
   }
 }
 
+TEST(PrometheusAttr, ExpireChecks) {
+  for (const char* ok : {"0", "1", "0.5", "31536000"}) {
+    EXPECT_TRUE(check_expire(Json::parse(ok)).is_ok()) << ok;
+  }
+  for (const char* bad : {"-1", "\"60\"", "true", "31536001", "null", "[1]"}) {
+    EXPECT_FALSE(check_expire(Json::parse(bad)).is_ok()) << bad;
+  }
+}
+
+TEST(PrometheusAttr, FamiliesExpireTogether) {
+  EXPECT_TRUE(check_expires(Json::parse(R"({"metrics": {"http_status": {"expire": 5}}})")));
+  EXPECT_TRUE(check_expires(
+      Json::parse(R"({"metrics": {"http_status": {"expire": 5}, "bandwidth": {"expire": 5}}})")));
+  auto s = check_expires(
+      Json::parse(R"({"metrics": {"http_latency": {"expire": 5}, "bandwidth": {"expire": 0}}})"));
+  ASSERT_FALSE(s.is_ok());
+  EXPECT_TRUE(s.message().starts_with("http_latency.expire and bandwidth.expire differ"))
+      << s.message();
+  // A family given alone sets the expiry of all three; 0 and unset mean never.
+  EXPECT_EQ(
+      read_attr(Json::parse(R"({"metrics": {"bandwidth": {"expire": 1.5}}})")).layout->expire_ms,
+      1500u);
+  EXPECT_EQ(read_attr(Json::object()).layout->expire_ms, 0u);
+  EXPECT_TRUE(read_attr(Json::object()).cpu);
+  EXPECT_FALSE(read_attr(Json::parse(R"({"route_accounting": false})")).layout->cpu);
+}
+
 TEST(PrometheusAttr, VariablesSluiceCannotReadAreRefusedByName) {
   for (const char* ok : {"$uri", "$host", "$arg_v", "$http_x_tenant", "$cookie_c", "$status",
                          "$route_name", "$service_id", "$consumer_name", "$remote_addr",

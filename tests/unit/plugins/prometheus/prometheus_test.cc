@@ -63,7 +63,7 @@ class PrometheusTest : public ::testing::Test {
 
   metrics::HttpMetrics metrics_;
   Attr attr_;
-  WorkerCells cells_{&metrics_, &attr_};
+  WorkerCells cells_{&metrics_, &attr_, {}};
   plugin::WorkerLocal worker_;
   plugin::Context ctx_;
 };
@@ -214,8 +214,13 @@ TEST(PrometheusLifecycle, HooksMakeOneCellPerWorkerAndControlSumsThem) {
   ASSERT_NE(c0, nullptr);
   ASSERT_NE(c1, nullptr);
   EXPECT_NE(c0, c1);
-  PluginPtr p = make("{}");
-  ASSERT_NE(p, nullptr);
+  // Route accounting's meter: off (no cost for the connections) until a route has the plugin.
+  EXPECT_FALSE(w0.cpu.on());
+  auto made = info().make(Json::object(), plugin::BuildEnv{"route/1", shared});
+  ASSERT_TRUE(made.is_ok());
+  EXPECT_TRUE(w0.cpu.on());
+  EXPECT_TRUE(w1.cpu.on());
+  PluginPtr p = *made;
   plugin::Context ctx;
   ctx.route_id = "1";
   ctx.status = 200;
@@ -234,6 +239,17 @@ TEST(PrometheusLifecycle, HooksMakeOneCellPerWorkerAndControlSumsThem) {
   EXPECT_FALSE(contains(text, "apisix_node_info")) << text;
   info().destroy(shared);
   EXPECT_EQ(info().control(shared).find("apisix_http_status{"), std::string::npos);
+}
+
+TEST(PrometheusLifecycle, RouteAccountingOffLeavesTheMeterOff) {
+  plugin::Shared shared;
+  shared.attr = Json::parse(R"({"prometheus": {"route_accounting": false}})");
+  info().process_init(shared, plugin::ProcessEnv{1});
+  plugin::WorkerLocal w0;
+  info().worker_init(shared, w0);
+  ASSERT_TRUE(info().make(Json::object(), plugin::BuildEnv{"route/1", shared}).is_ok());
+  EXPECT_FALSE(w0.cpu.on());
+  info().destroy(shared);
 }
 
 }  // namespace
