@@ -128,6 +128,7 @@ Action OpenTelemetry::rewrite(Context& ctx) const {
   if (const http::Header* ts = ctx.req->find("tracestate"); ts != nullptr && in.valid) {
     tracestate = ts->value;
   }
+  t.data.reserve(512);  // kept across requests: grows once per worker, not per request
   encode_request_part(conf_, ctx, tracestate, &t.data);
   return Action::kContinue;
 }

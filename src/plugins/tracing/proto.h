@@ -18,12 +18,20 @@ class ProtoWriter {
 
   explicit ProtoWriter(std::string* out) : out_(out) {}
 
+  // Built on the stack and appended once: a push_back per byte checks the capacity per byte.
   void varint(uint64_t v) {
+    if (v < 0x80) {
+      out_->push_back(static_cast<char>(v));
+      return;
+    }
+    char buf[10];
+    size_t n = 0;
     while (v >= 0x80) {
-      out_->push_back(static_cast<char>(v | 0x80));
+      buf[n++] = static_cast<char>(v | 0x80);
       v >>= 7;
     }
-    out_->push_back(static_cast<char>(v));
+    buf[n++] = static_cast<char>(v);
+    out_->append(buf, n);
   }
   void tag(uint32_t field, WireType t) { varint(uint64_t{field} << 3 | t); }
 
