@@ -18,6 +18,7 @@
 #include "config/yaml_json.h"
 #include "plugins/prometheus/attr.h"
 #include "plugins/proxy_cache/config.h"
+#include "plugins/tracing/otel_conf.h"
 #include "router/ip.h"
 
 namespace sluice::config {
@@ -576,6 +577,13 @@ class Reader {
                                   auto n = as_integer(y, 1024, int64_t{1} << 32);
                                   return assign(q, &attr["local_keys"], n);
                                 }}});
+          }},
+         {"opentelemetry",
+          [&](auto& x, auto& p) {
+            // Checked here, read by the plugin from plugin_attr (plugin::Shared::attr).
+            auto a = plugins::tracing::parse_otel_attr(x, "");
+            return keep(x, p, a.is_ok() ? Status::ok() : a.status(),
+                        &cfg.plugin_attr["opentelemetry"]);
           }},
          {"limit-req", [&](auto& x, auto& p) { return local_keys("limit-req", x, p); }},
          {"limit-conn", [&](auto& x, auto& p) { return local_keys("limit-conn", x, p); }},

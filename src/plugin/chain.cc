@@ -54,6 +54,7 @@ void Context::reset() {
   scratch.clear();
   stash.clear();
   log_capture.clear();
+  trace.clear();
   breaker_key = 0;
   entry = 0;
   marks_[0] = marks_[1] = 0;

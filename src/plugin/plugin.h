@@ -15,6 +15,7 @@
 
 #include "http/message.h"
 #include "plugin/edits.h"
+#include "plugin/trace.h"
 #include "router/expr.h"
 
 namespace sluice::io {
@@ -264,6 +265,9 @@ struct Context {
   // What the logger plugins keep of a request for their log phase, the request head being gone
   // by then (plugins/loggers/capture.h): records tagged by plugin instance. Capacity kept.
   std::string log_capture;
+  // The tracing plugin's span for this request and the upstream tries it asked the exchange to
+  // record (trace.h).
+  Trace trace;
 
   // One bit of per-request state for each plugin of the chains, for a hook to tell a later
   // phase's hook what it decided (response-rewrite: "this response is rewritten"). The runner

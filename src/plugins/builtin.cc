@@ -27,6 +27,8 @@
 #include "plugins/request_id/request_id.h"
 #include "plugins/request_validation/request_validation.h"
 #include "plugins/response_rewrite/response_rewrite.h"
+#include "plugins/tracing/opentelemetry.h"
+#include "plugins/tracing/zipkin.h"
 #include "plugins/traffic_split/traffic_split.h"
 #include "plugins/ua_restriction/ua_restriction.h"
 
@@ -37,6 +39,8 @@ std::span<const plugin::PluginInfo> builtin() {
   static const plugin::PluginInfo kBuiltin[] = {
       real_ip::info(),               // 23000
       request_id::info(),            // 12015
+      tracing::zipkin(),             // 12011
+      tracing::opentelemetry(),      // 12009
       fault_injection::info(),       // 11000
       cors::info(),                  // 4000
       ip_restriction::info(),        // 3000

@@ -204,6 +204,7 @@ class Exchange final : public proxy::UpstreamOwner {
   bool plugin_verdict(plugin::Action a);
   void plugin_header_filter(int status, const http::ResponseHead* upstream_head);
   void end_plugins();
+  void trace_tries();
   // exchange_upstream.cc: tries, the balancer, the request going up.
   // Sets up_conf and timeouts: the route's, or the upstream a plugin chose (traffic-split).
   // Returns the route's target as the chosen upstream makes it.

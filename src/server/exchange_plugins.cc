@@ -203,10 +203,26 @@ void Exchange::end_plugins() {
   // added when it ended.
   c.bytes_in = down_->request_bytes();
   c.bytes_out = std::max(c.bytes_out, down_->body_bytes()) + down_->head_bytes();
+  if (c.trace.owner != nullptr) [[unlikely]] {
+    trace_tries();
+  }
   plugin::run_response(chains_, c, plugin::Phase::kLog);
   merged_.reset();
   c.req = nullptr;
   c.match.req = nullptr;
+}
+
+// The tracer's tries get their statuses (noted by the access log's record as they went) and the
+// one still open its end: the response ends with the request.
+void Exchange::trace_tries() {
+  auto& tries = pctx_.trace.tries;
+  std::span<const accesslog::UpstreamTry> noted = tries_.all();
+  for (size_t i = 0; i < tries.size() && i < noted.size(); ++i) {
+    tries[i].status = noted[i].status;
+  }
+  if (!tries.empty() && tries.back().end_ns == 0) {
+    tries.back().end_ns = plugin::monotonic_ns();
+  }
 }
 
 }  // namespace sluice::server

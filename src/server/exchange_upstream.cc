@@ -65,6 +65,9 @@ void Exchange::node_started(int node) {
   st_.lb_start_ms = w_.loop().now_ms();
   st_.lb->started(*st_.up_conf, node);
   tries_.start(st_.up_conf->nodes[node].addr_key, st_.lb_start_ms);
+  if (st_.plugins && pctx_.trace.owner != nullptr) [[unlikely]] {
+    pctx_.trace.tries.push_back({st_.up_conf->nodes[node].addr_key, 0, plugin::monotonic_ns(), 0});
+  }
 }
 
 void Exchange::node_finished(bool completed) {
@@ -74,6 +77,11 @@ void Exchange::node_finished(bool completed) {
   int node = st_.lb_node;
   st_.lb_node = -1;
   tries_.end(w_.loop().now_ms());
+  if (st_.plugins && pctx_.trace.owner != nullptr && !pctx_.trace.tries.empty()) [[unlikely]] {
+    if (pctx_.trace.tries.back().end_ns == 0) {
+      pctx_.trace.tries.back().end_ns = plugin::monotonic_ns();
+    }
+  }
   if (st_.lb_generation != w_.balancer_generation()) {
     return;  // the balancers were replaced since; this try is not theirs
   }

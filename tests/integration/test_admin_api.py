@@ -434,7 +434,7 @@ def test_headers_on_errors_too(admin_gw):
 def test_plugins_list_names_the_enabled_plugins(admin_gw):
     r = admin_gw.admin("GET", "/plugins/list")
     assert r.status == 200, r
-    assert r.json == ["real-ip", "request-id", "fault-injection", "cors", "ip-restriction",
+    assert r.json == ["real-ip", "request-id", "zipkin", "opentelemetry", "fault-injection", "cors", "ip-restriction",
                       "ua-restriction", "referer-restriction", "request-validation",
                       "multi-auth", "hmac-auth", "basic-auth", "jwt-auth", "key-auth",
                       "consumer-restriction", "proxy-cache", "proxy-mirror", "proxy-rewrite",

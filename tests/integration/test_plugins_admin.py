@@ -10,7 +10,7 @@ from harness import (NOT_FOUND_BODY, admin_route, admin_upstream, expect_error, 
                      start_wrk)
 
 # Highest priority first (23000 ... 500).
-BUILTINS = ["real-ip", "request-id", "fault-injection", "cors", "ip-restriction",
+BUILTINS = ["real-ip", "request-id", "zipkin", "opentelemetry", "fault-injection", "cors", "ip-restriction",
             "ua-restriction", "referer-restriction", "request-validation", "multi-auth",
             "hmac-auth", "basic-auth", "jwt-auth", "key-auth", "consumer-restriction",
             "proxy-cache", "proxy-mirror", "proxy-rewrite", "api-breaker", "limit-conn",

@@ -65,6 +65,8 @@ class EnabledPlugins {
 const std::vector<std::pair<std::string, int>> kBuiltins = {
     {"real-ip", 23000},
     {"request-id", 12015},
+    {"zipkin", 12011},
+    {"opentelemetry", 12009},
     {"fault-injection", 11000},
     {"cors", 4000},
     {"ip-restriction", 3000},
