@@ -85,12 +85,12 @@ void decode_connection_fields(FieldDecoder& d, UpstreamConf* u) {
   d.field("upstream_host", &u->upstream_host, as_host);
   d.field("scheme", &u->scheme, [](const Json& v) -> StatusOr<std::string> {
     auto s = as_enum(v, {"http", "https", "grpc", "grpcs"});
-    if (s.is_ok() && (*s == "grpc" || *s == "grpcs")) {
-      // Accepting it would send HTTP/1.1 where the operator asked for gRPC (HTTP/2).
-      return Status::error(fmt::format(
-          "scheme \"{}\" is not supported yet: Sluice speaks HTTP/1.1 (plaintext or TLS) to "
-          "upstreams for now, and gRPC needs HTTP/2",
-          *s));
+    if (s.is_ok() && *s == "grpcs") {
+      // Accepting it would send plaintext or HTTP/1.1 where the operator asked for gRPC over
+      // TLS: grpc (h2c) is spoken, grpcs not yet.
+      return Status::error(
+          "scheme \"grpcs\" is not supported yet: Sluice speaks gRPC to upstreams over "
+          "plaintext HTTP/2 (scheme \"grpc\") for now, not over TLS");
     }
     return s;
   });

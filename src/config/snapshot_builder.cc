@@ -184,6 +184,7 @@ class Builder final : public plugin::UpstreamCatalog {
                     : c.pass_host == PassHost::kRewrite ? upstream::PassHost::kRewrite
                                                         : upstream::PassHost::kPass;
     up->upstream_host = c.upstream_host;
+    up->grpc = c.scheme == "grpc";
     if (c.scheme == "https") {
       set_upstream_tls(c, {&set_.ssls, snap_->certs.get(), trusted_ca_}, up.get(), &out_.warnings);
     }

@@ -116,6 +116,9 @@ class UpstreamRequest {
   virtual Body read_body(std::string_view* piece) = 0;
   // Drops the last piece read_body() gave, once it has been written downstream.
   virtual void consume() = 0;
+  // After read_body() said kEnd: the response's trailers (HTTP/2; gRPC's grpc-status), valid
+  // until the try is released. HTTP/1.1 passes none on.
+  virtual std::span<const http::Header> trailers() const { return {}; }
   // The response ended cleanly and nothing followed it: the connection may serve again.
   virtual bool reusable() const = 0;
   // Ends the try: the connection goes back to the pool when `reusable` and still sound,

@@ -101,9 +101,8 @@ ROUTE_CASES = {
     "upstream-nodes-type": (_r(upstream=_up(nodes="127.0.0.1:80")), None, ("nodes",)),
     "upstream-retries": (_r(upstream=_up(retries=-1)), None, ("retries",)),
     "upstream-scheme": (_r(upstream=_up(scheme="ftp")), None, ("scheme",)),
-    # Refused until gRPC to upstreams exists: storing it would send HTTP/1.1 where gRPC is meant.
-    "upstream-scheme-grpc": (_r(upstream=_up(scheme="grpc")), None,
-                             ("scheme", "grpc", "not supported yet")),
+    # Refused until gRPC over TLS exists: storing it would send plaintext where TLS is meant
+    # (scheme grpc is served: test_grpc.py).
     "upstream-scheme-grpcs": (_r(upstream=_up(scheme="grpcs")), None,
                               ("scheme", "grpcs", "not supported yet")),
     "upstream-pass-host": (_r(upstream=_up(pass_host="bogus")), None, ("pass_host",)),
