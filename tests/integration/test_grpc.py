@@ -16,6 +16,8 @@ from concurrent import futures
 import grpc
 import pytest
 
+import h2.events
+
 import h2_kit
 import harness
 
@@ -29,6 +31,7 @@ class Backend:
 
     def __init__(self):
         self.peers = []
+        self.flooded = 0  # messages Flood has handed to grpc so far
         self.lock = threading.Lock()
         self.server = grpc.server(futures.ThreadPoolExecutor(max_workers=16), options=UNLIMITED)
         handlers = {
@@ -38,6 +41,7 @@ class Backend:
             "Split": grpc.unary_stream_rpc_method_handler(self.split),
             "Join": grpc.stream_unary_rpc_method_handler(self.join),
             "Echo": grpc.stream_stream_rpc_method_handler(self.echo),
+            "Flood": grpc.unary_stream_rpc_method_handler(self.flood),
         }
         self.server.add_generic_rpc_handlers(
             (grpc.method_handlers_generic_handler(SERVICE, handlers),))
@@ -78,6 +82,13 @@ class Backend:
         self.note(context)
         for msg in request_iterator:
             yield msg.upper()
+
+    def flood(self, request, context):
+        self.note(context)
+        chunk = b"f" * (1 << 20)
+        for _ in range(int(request.decode())):
+            yield chunk
+            self.flooded += 1
 
     def stop(self):
         self.server.stop(0)
@@ -206,5 +217,36 @@ def test_concurrent_calls_and_keepalive(make_gateway, backend):
         assert len(set(backend.peers)) == 1, backend.peers
         calls = [unary.future(b"c%03d" % i, timeout=20) for i in range(40)]
         assert [f.result() for f in calls] == [(b"c%03d" % i)[::-1] for i in range(40)]
-    # At most one connection per call in flight, and the pool keeps them for reuse.
-    assert len(set(backend.peers)) <= 41
+        seen = set(backend.peers)
+        del backend.peers[:]
+        for i in range(10):  # the pool kept them: no new connection is made
+            assert unary(b"again", timeout=10) == b"niaga"
+        assert set(backend.peers) <= seen, (backend.peers, seen)
+
+
+def test_slow_reader_holds_back_the_upstream(make_gateway, backend):
+    # 24 MiB streamed to a client that takes none of it at first: the gateway passes on what
+    # the client's window allows and holds at most its upstream stream window, so the server
+    # gets only a few messages out and the gateway's memory does not grow with the stream.
+    gw = gateway(make_gateway, [grpc_route(backend.addr)])
+    rss0 = harness.vm_rss_kib(gw.proc.pid)
+    msg = b"24"
+    frame = b"\x00" + len(msg).to_bytes(4, "big") + msg
+    with h2_kit.H2Client(gw.port) as c:
+        ack = c.conn.acknowledge_received_data
+        c.conn.acknowledge_received_data = lambda n, sid: None
+        sid = c.request("/%s/Flood" % SERVICE, method="POST", body=frame,
+                        headers=[("content-type", "application/grpc"), ("te", "trailers")])
+        c.wait(lambda: False, timeout=1.5)
+        held = backend.flooded
+        growth = harness.vm_rss_kib(gw.proc.pid) - rss0
+        assert held < 8, held
+        assert growth < 16 * 1024, growth
+        c.conn.acknowledge_received_data = ack
+        ack(len(c.responses[sid]["data"]), sid)
+        c.flush()
+        r = c.response(sid, timeout=30)
+    assert backend.flooded == 24
+    assert len(r["data"]) == 24 * (5 + (1 << 20))
+    trailers = [dict(e.headers) for e in c.events if isinstance(e, h2.events.TrailersReceived)]
+    assert trailers and trailers[0][b"grpc-status"] == b"0", trailers
