@@ -84,15 +84,7 @@ void decode_connection_fields(FieldDecoder& d, UpstreamConf* u) {
   d.field("pass_host", &u->pass_host, as_pass_host);
   d.field("upstream_host", &u->upstream_host, as_host);
   d.field("scheme", &u->scheme, [](const Json& v) -> StatusOr<std::string> {
-    auto s = as_enum(v, {"http", "https", "grpc", "grpcs"});
-    if (s.is_ok() && *s == "grpcs") {
-      // Accepting it would send plaintext or HTTP/1.1 where the operator asked for gRPC over
-      // TLS: grpc (h2c) is spoken, grpcs not yet.
-      return Status::error(
-          "scheme \"grpcs\" is not supported yet: Sluice speaks gRPC to upstreams over "
-          "plaintext HTTP/2 (scheme \"grpc\") for now, not over TLS");
-    }
-    return s;
+    return as_enum(v, {"http", "https", "grpc", "grpcs"});
   });
   d.field("tls", &u->tls, decode_upstream_tls);
 }

@@ -19,7 +19,11 @@
 
 namespace sluice::proxy {
 
-// What every H1UpstreamRequest of a worker shares.
+// The server name of a Host value (SNI, and the name verified): its port removed (and an
+// IPv6 literal's brackets), as nginx strips it from proxy_ssl_name.
+std::string_view server_name(std::string_view host);
+
+// What every H1UpstreamRequest of a worker shares (and every H2UpstreamRequest).
 // Thread: worker
 struct H1UpstreamEnv {
   io::EventLoop* loop = nullptr;

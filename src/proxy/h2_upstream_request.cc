@@ -71,8 +71,16 @@ bool H2UpstreamRequest::open(const Target& t, bool fresh, UpstreamOwner* owner, 
   release(false);
   reset_try();
   target_ = t;
-  // Never the key of an HTTP/1.1 connection to the same node: the two do not mix.
+  // Never the key of an HTTP/1.1 connection to the same node: the two do not mix. Over TLS
+  // the server name and the client context are in it too, as for https.
+  std::string_view name = t.tls != nullptr ? server_name(t.host) : std::string_view();
   pool_key_.assign(*t.key).append("|h2");
+  if (t.tls != nullptr) {
+    char ctx[20];
+    auto end =
+        std::to_chars(ctx, ctx + sizeof(ctx), reinterpret_cast<uintptr_t>(t.tls->get()), 16).ptr;
+    pool_key_.append(1, '|').append(name).append(1, '|').append(ctx, end);
+  }
   while (!fresh && !conn_) {
     conn_ = env_.pool->take(pool_key_);
     if (!conn_) {
@@ -91,7 +99,7 @@ bool H2UpstreamRequest::open(const Target& t, bool fresh, UpstreamOwner* owner, 
     }
     conn_ = std::make_unique<UpstreamConn>(*env_.loop, fd, pool_key_);
     conn_->h2 = H2Client::make();
-    if (!conn_->h2) {
+    if (!conn_->h2 || (t.tls != nullptr && !start_tls(t, name))) {
       conn_.reset();
       *err = ENOMEM;
       return false;
@@ -104,12 +112,41 @@ bool H2UpstreamRequest::open(const Target& t, bool fresh, UpstreamOwner* owner, 
   return submit(t, err);
 }
 
+// grpcs: TLS offering only h2 by ALPN (RFC 9113 3.2), with the upstream's verification and
+// client certificate; the handshake runs with the first write.
+bool H2UpstreamRequest::start_tls(const Target& t, std::string_view name) {
+  SSL* ssl = (*t.tls)->new_ssl(name, pool_key_);
+  if (ssl == nullptr) {
+    return false;
+  }
+  static const unsigned char kAlpn[] = {2, 'h', '2'};
+  if (SSL_set_alpn_protos(ssl, kAlpn, sizeof(kAlpn)) != 0) {
+    SSL_free(ssl);
+    return false;
+  }
+  conn_->start_tls(ssl, *t.tls);
+  return true;
+}
+
+// After the handshake: the server must have chosen h2, or it would read our frames as
+// HTTP/1.1.
+bool H2UpstreamRequest::alpn_ok() {
+  const unsigned char* proto = nullptr;
+  unsigned int len = 0;
+  SSL_get0_alpn_selected(conn_->tls()->ssl(), &proto, &len);
+  if (len == 2 && proto[0] == 'h' && proto[1] == '2') {
+    return true;
+  }
+  error_ = "the upstream did not agree to HTTP/2 in the TLS handshake (ALPN h2)";
+  return false;
+}
+
 bool H2UpstreamRequest::submit(const Target& t, int* err) {
   char len[24];
   std::vector<nghttp2_nv> nv;
   nv.reserve(fields_.size() + 7);
   nv.push_back(make_nv(":method", method_));
-  nv.push_back(make_nv(":scheme", "http"));
+  nv.push_back(make_nv(":scheme", t.tls != nullptr ? "https" : "http"));
   nv.push_back(make_nv(":authority", t.host.empty() ? std::string_view(*t.key) : t.host));
   nv.push_back(make_nv(":path", path_));
   for (const auto& [name, value] : fields_) {
@@ -219,13 +256,26 @@ UpstreamRequest::Send H2UpstreamRequest::send(int* err) {
     conn_->connected = true;
     t.set_writable(true);
   }
-  pump_in();
-  switch (conn_->h2->flush(*conn_, err)) {
+  bool handshaking = !conn_->ready();
+  if (!handshaking) {
+    pump_in();
+  }
+  io::Outbox::Result r = conn_->h2->flush(*conn_, err);
+  if (handshaking && conn_->ready() && !alpn_ok()) {
+    return Send::kConnectFailed;
+  }
+  switch (r) {
     case io::Outbox::Result::kError:
+      if (handshaking) {
+        const std::string& why = conn_->tls()->error();
+        error_ = "TLS handshake failed: ";
+        error_.append(why.empty() ? std::strerror(*err) : why);
+        return Send::kConnectFailed;
+      }
       return Send::kWriteFailed;
     case io::Outbox::Result::kBlocked:
     case io::Outbox::Result::kQueued:
-      written_ = true;
+      written_ = written_ || conn_->ready();
       return Send::kWait;
     case io::Outbox::Result::kDone:
       break;
@@ -395,10 +445,23 @@ void H2UpstreamRequest::release(bool reusable) {
     int err = 0;
     reusable = !eof_ && pump_out(&err) && conn_->h2->usable() && !conn_->stream().cancel_read();
   }
+  tls::TlsTransport* tls = conn_->tls();
+  if (tls != nullptr) {
+    reusable = reusable && tls->error().empty();
+    if (!conn_->session_kept && tls->handshake_done() && tls->error().empty()) {
+      conn_->session_kept = conn_->tls_context()->keep_session(conn_->key(), tls->ssl());
+    }
+  }
   if (reusable && !t.hangup() && !t.fin() && conn_->requests < target_.pool_requests) {
     t.set_readable(false);
+    if (tls != nullptr) {
+      tls->release_buffers();
+    }
     env_.pool->put(std::move(conn_), target_.pool_size, target_.pool_idle_ms);
   } else {
+    if (tls != nullptr && tls->error().empty()) {
+      tls->close_notify();
+    }
     env_.loop->retire(std::move(conn_));
   }
   stream_id_ = -1;

@@ -1,5 +1,6 @@
 #pragma once
-// The HTTP/2 client side of one upstream request (scheme grpc: h2c by prior knowledge): a
+// The HTTP/2 client side of one upstream request (scheme grpc: h2c by prior knowledge;
+// grpcs: TLS with ALPN h2, the upstream's tls settings as for https): a
 // connection taken from the worker's keep-alive pool (with the nghttp2 session it keeps, see
 // H2Client) or newly made, the request submitted as one stream whose body nghttp2 pulls as
 // the upstream's windows allow, and the response's head, body and trailers gathered on this
@@ -65,6 +66,8 @@ class H2UpstreamRequest final : public UpstreamRequest, private H2StreamSink {
   // Writes the frames nghttp2 has ready; false when the connection broke.
   bool pump_out(int* err);
   bool submit(const Target& t, int* err);
+  bool start_tls(const Target& t, std::string_view name);
+  bool alpn_ok();
   void reset_try();
   // The stream can no longer deliver a response: reset, closed without one, or the
   // connection gone.

@@ -29,7 +29,7 @@ UNLIMITED = [("grpc.max_send_message_length", -1), ("grpc.max_receive_message_le
 class Backend:
     """A gRPC server on a free port; records each call's peer (one per upstream connection)."""
 
-    def __init__(self):
+    def __init__(self, credentials=None):
         self.peers = []
         self.flooded = 0  # messages Flood has handed to grpc so far
         self.lock = threading.Lock()
@@ -45,7 +45,10 @@ class Backend:
         }
         self.server.add_generic_rpc_handlers(
             (grpc.method_handlers_generic_handler(SERVICE, handlers),))
-        self.port = self.server.add_insecure_port("127.0.0.1:0")
+        if credentials is None:
+            self.port = self.server.add_insecure_port("127.0.0.1:0")
+        else:
+            self.port = self.server.add_secure_port("127.0.0.1:0", credentials)
         self.addr = "127.0.0.1:%d" % self.port
         self.server.start()
 
@@ -118,6 +121,25 @@ def channel(gw):
 
 def method(ch, name, kind="unary_unary"):
     return getattr(ch, kind)("/%s/%s" % (SERVICE, name))
+
+
+def test_scheme_grpc_through_the_admin_api(make_gateway, backend):
+    gw = make_gateway(admin=True, listen=[{"ip": "127.0.0.1", "port": harness.free_port(),
+                                           "enable_http2": True}])
+    body = grpc_route(backend.addr)
+    del body["id"]
+    r = gw.admin("PUT", "/routes/g", body)
+    assert r.status in (200, 201), r
+    harness.wait_until(lambda: _unary_ok(gw), timeout=5)
+    assert _unary_ok(gw)
+
+
+def _unary_ok(gw):
+    try:
+        with channel(gw) as ch:
+            return method(ch, "Unary")(b"ab", timeout=5) == b"ba"
+    except grpc.RpcError:
+        return False
 
 
 def test_unary_metadata_and_trailers(make_gateway, backend):
