@@ -168,6 +168,8 @@ class Exchange final : public proxy::UpstreamOwner {
     bool switching = false;
     bool websocket = false;
     bool grpc = false;  // the upstream's scheme is grpc: HTTP/2 to it, gRPC errors to the client
+    // A gRPC response began while the request body still streams: both go on at once.
+    bool duplex = false;
     TunnelDrain drain = TunnelDrain::kNone;
     uint64_t tunnel_activity = 0;  // Tunnel::activity() when the idle timer was last armed
     // The access log's (exchange_log.cc).
@@ -237,6 +239,9 @@ class Exchange final : public proxy::UpstreamOwner {
   // The gateway's gRPC answer to a failed request: HTTP 200 with grpc-status and grpc-message
   // in one HEADERS frame (a trailers-only response), as a gRPC client expects.
   void grpc_reply(int http_status, std::string_view why);
+  // During a duplex response: passes on what the client sent of the request body since, as
+  // the upstream takes it. False when that ended the exchange (the client or upstream gone).
+  bool pump_duplex();
   // exchange_tunnel.cc: the upgrade.
   // The request asks to switch protocols in a way its route lets through.
   bool wants_upgrade(const http::RequestHead& req, const http::ConnectionTokens& listed) const;

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstring>
 
 #include "common/log.h"
 #include "proxy/grpc.h"
@@ -72,6 +73,51 @@ void Exchange::grpc_reply(int http_status, std::string_view why) {
   down_->send_end();
   st_.phase = Phase::kReply;
   io::TimerQueue::cancel(timer_);  // a slow client is the connection's send timeout
+}
+
+bool Exchange::pump_duplex() {
+  while (!st_.body_sent) {
+    if (!st_.up_piece) {
+      std::string_view piece;
+      switch (down_->read_body(&piece)) {
+        case Downstream::Body::kData:
+          st_.body_taken = true;
+          if (st_.plugins) {
+            pctx_.bytes_in += piece.size();
+          }
+          up_->add_body(piece, true);
+          st_.up_piece = true;
+          break;
+        case Downstream::Body::kEnd:
+          up_->add_body_end(true);
+          st_.body_sent = true;
+          break;
+        case Downstream::Body::kWait:
+          return true;  // the client's next DATA frame wakes the stream
+        case Downstream::Body::kBad:
+        case Downstream::Body::kClosed:
+          close_early();
+          return false;
+      }
+    }
+    int err = 0;
+    switch (up_->send(&err)) {
+      case proxy::UpstreamRequest::Send::kWait:
+        return true;  // the upstream's window reopens with a WINDOW_UPDATE, which wakes us
+      case proxy::UpstreamRequest::Send::kConnectFailed:
+      case proxy::UpstreamRequest::Send::kWriteFailed:
+        report_failure(fmt::format("write failed: {}", strerror(err)));
+        close_early();
+        return false;
+      case proxy::UpstreamRequest::Send::kDone:
+        break;
+    }
+    if (st_.up_piece) {
+      down_->consume_body();
+      st_.up_piece = false;
+    }
+  }
+  return true;
 }
 
 }  // namespace sluice::server

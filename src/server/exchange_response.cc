@@ -161,6 +161,9 @@ bool Exchange::send_piece(std::string_view data) {
 
 Exchange::Step Exchange::stream_response() {
   while (true) {
+    if (st_.duplex && !st_.body_sent && !pump_duplex()) {
+      return Step::kClose;
+    }
     if (st_.piece) {
       if (Step step; !flushed(&step)) {
         if (step == Step::kWait) {

@@ -9,6 +9,7 @@ APISIX facts relied on (apache/apisix docs/en/latest/grpc-proxy.md): the route's
 listener with HTTP/2 enabled).
 """
 
+import queue
 import threading
 import time
 from concurrent import futures
@@ -171,6 +172,25 @@ def test_streaming_all_kinds(make_gateway, backend):
         assert joined == b"x|y|z"
         echoed = list(method(ch, "Echo", "stream_stream")(iter([b"one", b"two"]), timeout=10))
         assert echoed == [b"ONE", b"TWO"]
+
+
+def test_bidirectional_ping_pong(make_gateway, backend):
+    # Each message waits for the answer to the one before: the response must flow while the
+    # request body is still open.
+    gw = gateway(make_gateway, [grpc_route(backend.addr)])
+    answered = queue.Queue()
+
+    def requests():
+        for i in range(5):
+            yield b"ping%d" % i
+            answered.get(timeout=10)
+
+    with channel(gw) as ch:
+        out = []
+        for resp in method(ch, "Echo", "stream_stream")(requests(), timeout=20):
+            out.append(resp)
+            answered.put(True)
+    assert out == [b"PING%d" % i for i in range(5)]
 
 
 def test_large_messages_both_ways(make_gateway, backend):
