@@ -10,6 +10,7 @@ listener with HTTP/2 enabled).
 """
 
 import queue
+import socket
 import threading
 import time
 from concurrent import futures
@@ -210,6 +211,56 @@ def test_upstream_down_is_unavailable(make_gateway):
             method(ch, "Unary")(b"x", timeout=10)
         assert e.value.code() == grpc.StatusCode.UNAVAILABLE
         assert e.value.details().startswith("upstream unavailable: "), e.value.details()
+
+
+def test_upstream_closing_before_its_answer_is_unavailable(make_gateway):
+    # A node that takes the connection, reads what comes, and closes it: every try fails
+    # after connecting, and the client hears UNAVAILABLE, not a broken stream.
+    lsock = socket.socket()
+    lsock.bind(("127.0.0.1", 0))
+    lsock.listen(8)
+    accepted = []
+
+    def serve():
+        while True:
+            try:
+                conn, _ = lsock.accept()
+            except OSError:
+                return
+            accepted.append(conn)
+            conn.settimeout(2)
+            try:
+                conn.recv(65536)
+            except OSError:
+                pass
+            conn.close()
+
+    threading.Thread(target=serve, daemon=True).start()
+    try:
+        gw = gateway(make_gateway, [grpc_route("127.0.0.1:%d" % lsock.getsockname()[1])])
+        with channel(gw) as ch:
+            with pytest.raises(grpc.RpcError) as e:
+                method(ch, "Unary")(b"x", timeout=10)
+            assert e.value.code() == grpc.StatusCode.UNAVAILABLE
+            assert e.value.details().startswith("upstream unavailable: "), e.value.details()
+        assert accepted
+    finally:
+        lsock.close()
+
+
+def test_upstream_gone_mid_stream_fails_the_call(make_gateway, backend):
+    # The response began, then the server went away: the client's call fails (its stream is
+    # reset) instead of ending as if complete, and the gateway lives on.
+    gw = gateway(make_gateway, [grpc_route(backend.addr)])
+    with channel(gw) as ch:
+        stream = method(ch, "Flood", "unary_stream")(b"24", timeout=20)
+        assert len(next(stream)) == 1 << 20
+        backend.stop()
+        with pytest.raises(grpc.RpcError) as e:
+            for _ in stream:
+                pass
+        assert e.value.code() != grpc.StatusCode.OK
+    assert gw.proc.poll() is None
 
 
 def test_upstream_timeout_is_deadline_exceeded(make_gateway, backend):
