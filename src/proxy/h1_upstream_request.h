@@ -19,6 +19,8 @@
 
 namespace sluice::proxy {
 
+class H2Mux;
+
 // The server name of a Host value (SNI, and the name verified): its port removed (and an
 // IPv6 literal's brackets), as nginx strips it from proxy_ssl_name.
 std::string_view server_name(std::string_view host);
@@ -28,6 +30,7 @@ std::string_view server_name(std::string_view host);
 struct H1UpstreamEnv {
   io::EventLoop* loop = nullptr;
   Pool* pool = nullptr;
+  H2Mux* mux = nullptr;  // HTTP/2 connections carrying streams (gRPC tries)
   const h1::Limits* limits = nullptr;
   size_t read_buffer = 16384;      // a new connection's read buffer
   size_t max_read_buffer = 65536;  // what it may grow to

@@ -143,7 +143,7 @@ io::Outbox::Result H2Client::flush(UpstreamConn& c, int* err) {
 }
 
 bool H2Client::usable() const {
-  return !broken_ && nghttp2_session_check_request_allowed(ng_) != 0;
+  return !broken_ && !ended_ && nghttp2_session_check_request_allowed(ng_) != 0;
 }
 
 bool H2Client::idle_input(UpstreamConn& c) {

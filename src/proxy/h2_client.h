@@ -52,8 +52,11 @@ class H2Client {
   // Writes the frames nghttp2 has ready, a batch at a time. kDone: nothing is left to write;
   // kBlocked or kQueued: the socket holds the rest; kError: the connection broke.
   io::Outbox::Result flush(UpstreamConn& c, int* err);
-  // A new stream may start on this connection (no GOAWAY, no protocol error).
+  // A new stream may start on this connection (no GOAWAY, no protocol error, not ended).
   bool usable() const;
+  // A stream's read saw the connection end: the others on it see it through this.
+  void set_ended() { ended_ = true; }
+  bool ended() const { return ended_; }
   // A pooled connection became readable: takes what came (a PING, SETTINGS, a late
   // WINDOW_UPDATE) and answers it. False when the connection is no longer usable.
   bool idle_input(UpstreamConn& c);
@@ -66,6 +69,7 @@ class H2Client {
   std::string wbuf_;  // the batch out_ points into until it is written
   io::Outbox out_;
   bool broken_ = false;
+  bool ended_ = false;
 };
 
 }  // namespace sluice::proxy

@@ -67,80 +67,6 @@ void H2UpstreamRequest::reset_try() {
   lent_ = false;
 }
 
-bool H2UpstreamRequest::open(const Target& t, bool fresh, UpstreamOwner* owner, int* err) {
-  release(false);
-  reset_try();
-  target_ = t;
-  // Never the key of an HTTP/1.1 connection to the same node: the two do not mix. Over TLS
-  // the server name and the client context are in it too, as for https.
-  std::string_view name = t.tls != nullptr ? server_name(t.host) : std::string_view();
-  pool_key_.assign(*t.key).append("|h2");
-  if (t.tls != nullptr) {
-    char ctx[20];
-    auto end =
-        std::to_chars(ctx, ctx + sizeof(ctx), reinterpret_cast<uintptr_t>(t.tls->get()), 16).ptr;
-    pool_key_.append(1, '|').append(name).append(1, '|').append(ctx, end);
-  }
-  while (!fresh && !conn_) {
-    conn_ = env_.pool->take(pool_key_);
-    if (!conn_) {
-      break;
-    }
-    if (!conn_->h2->usable()) {
-      env_.loop->retire(std::move(conn_));  // a GOAWAY came while it was idle
-    }
-  }
-  reused_ = conn_ != nullptr;
-  if (!conn_) {
-    int fd = io::connect_nonblocking(*t.addr);
-    if (fd < 0) {
-      *err = -fd;
-      return false;
-    }
-    conn_ = std::make_unique<UpstreamConn>(*env_.loop, fd, pool_key_);
-    conn_->h2 = H2Client::make();
-    if (!conn_->h2 || (t.tls != nullptr && !start_tls(t, name))) {
-      conn_.reset();
-      *err = ENOMEM;
-      return false;
-    }
-    conn_->in().reserve_total(env_.read_buffer);
-    env_.loop->add(fd, conn_.get());
-  }
-  conn_->owner = owner;
-  ++conn_->requests;
-  return submit(t, err);
-}
-
-// grpcs: TLS offering only h2 by ALPN (RFC 9113 3.2), with the upstream's verification and
-// client certificate; the handshake runs with the first write.
-bool H2UpstreamRequest::start_tls(const Target& t, std::string_view name) {
-  SSL* ssl = (*t.tls)->new_ssl(name, pool_key_);
-  if (ssl == nullptr) {
-    return false;
-  }
-  static const unsigned char kAlpn[] = {2, 'h', '2'};
-  if (SSL_set_alpn_protos(ssl, kAlpn, sizeof(kAlpn)) != 0) {
-    SSL_free(ssl);
-    return false;
-  }
-  conn_->start_tls(ssl, *t.tls);
-  return true;
-}
-
-// After the handshake: the server must have chosen h2, or it would read our frames as
-// HTTP/1.1.
-bool H2UpstreamRequest::alpn_ok() {
-  const unsigned char* proto = nullptr;
-  unsigned int len = 0;
-  SSL_get0_alpn_selected(conn_->tls()->ssl(), &proto, &len);
-  if (len == 2 && proto[0] == 'h' && proto[1] == '2') {
-    return true;
-  }
-  error_ = "the upstream did not agree to HTTP/2 in the TLS handshake (ALPN h2)";
-  return false;
-}
-
 bool H2UpstreamRequest::submit(const Target& t, int* err) {
   char len[24];
   std::vector<nghttp2_nv> nv;
@@ -217,6 +143,10 @@ ssize_t H2UpstreamRequest::produce(uint8_t* buf, size_t len, uint32_t* flags) {
 }
 
 bool H2UpstreamRequest::pump_in() {
+  if (conn_->h2->ended()) {
+    eof_ = true;  // another stream's read saw the connection end
+  }
+  pumping_ = true;
   while (!eof_) {
     size_t before = conn_->in().size();
     switch (conn_->stream().read(conn_->in(), env_.max_read_buffer)) {
@@ -230,12 +160,30 @@ bool H2UpstreamRequest::pump_in() {
         continue;
       case io::Transport::Read::kEof:
         eof_ = true;
+        conn_->h2->set_ended();
         break;
       case io::Transport::Read::kWait:
+        pumping_ = false;
         return true;
     }
   }
+  pumping_ = false;
   return false;
+}
+
+// Frames for this stream were taken by another stream's read: this one's owner is told on
+// the loop's next round (never from inside nghttp2, nor under the reader's own step).
+void H2UpstreamRequest::wake_soon() {
+  if (!pumping_ && owner_ != nullptr) {
+    env_.loop->arm(wake_timer_, 0);
+  }
+}
+
+void H2UpstreamRequest::on_wake(void* self) {
+  auto* r = static_cast<H2UpstreamRequest*>(self);
+  if (r->owner_ != nullptr) {
+    r->owner_->on_upstream_event();
+  }
 }
 
 bool H2UpstreamRequest::pump_out(int* err) {
@@ -328,6 +276,7 @@ void H2UpstreamRequest::on_fields_done(bool end) {
     head_end_ = end;
   }
   remote_end_ = remote_end_ || end;
+  wake_soon();
 }
 
 void H2UpstreamRequest::on_data(const uint8_t* data, size_t len) {
@@ -335,6 +284,7 @@ void H2UpstreamRequest::on_data(const uint8_t* data, size_t len) {
     body_.emplace_back();
   }
   body_.back().append(reinterpret_cast<const char*>(data), len);
+  wake_soon();
 }
 
 void H2UpstreamRequest::on_close(uint32_t code) {
@@ -343,6 +293,7 @@ void H2UpstreamRequest::on_close(uint32_t code) {
   if (code != NGHTTP2_NO_ERROR && !remote_end_) {
     error_ = fmt::format("the upstream reset the HTTP/2 stream ({})", nghttp2_http2_strerror(code));
   }
+  wake_soon();
 }
 
 UpstreamRequest::Head H2UpstreamRequest::read_head(http::Method, http::ResponseHead* head) {
@@ -414,57 +365,6 @@ void H2UpstreamRequest::consume() {
 bool H2UpstreamRequest::reusable() const {
   return conn_ && remote_end_ && closed_ && close_code_ == NGHTTP2_NO_ERROR && !eof_ &&
          conn_->h2->usable();
-}
-
-void H2UpstreamRequest::release(bool reusable) {
-  out_.clear();
-  if (!conn_) {
-    return;
-  }
-  conn_->owner = nullptr;
-  nghttp2_session* ng = conn_->h2->ng();
-  if (stream_id_ > 0) {
-    nghttp2_session_set_stream_user_data(ng, stream_id_, nullptr);
-    size_t left = 0;
-    for (const std::string& b : body_) {
-      left += b.size();
-    }
-    if (left > 0) {
-      nghttp2_session_consume(ng, stream_id_, left);  // the connection's window comes back
-    }
-    if (!closed_) {
-      nghttp2_submit_rst_stream(ng, NGHTTP2_FLAG_NONE, stream_id_, NGHTTP2_CANCEL);
-      reusable = false;
-    }
-  }
-  body_.clear();
-  lent_ = false;
-  io::SocketTransport& t = conn_->socket();
-  if (reusable) {
-    pump_in();  // frames that came after the response (a WINDOW_UPDATE, a PING)
-    int err = 0;
-    reusable = !eof_ && pump_out(&err) && conn_->h2->usable() && !conn_->stream().cancel_read();
-  }
-  tls::TlsTransport* tls = conn_->tls();
-  if (tls != nullptr) {
-    reusable = reusable && tls->error().empty();
-    if (!conn_->session_kept && tls->handshake_done() && tls->error().empty()) {
-      conn_->session_kept = conn_->tls_context()->keep_session(conn_->key(), tls->ssl());
-    }
-  }
-  if (reusable && !t.hangup() && !t.fin() && conn_->requests < target_.pool_requests) {
-    t.set_readable(false);
-    if (tls != nullptr) {
-      tls->release_buffers();
-    }
-    env_.pool->put(std::move(conn_), target_.pool_size, target_.pool_idle_ms);
-  } else {
-    if (tls != nullptr && tls->error().empty()) {
-      tls->close_notify();
-    }
-    env_.loop->retire(std::move(conn_));
-  }
-  stream_id_ = -1;
 }
 
 }  // namespace sluice::proxy

@@ -7,9 +7,8 @@
 // object. The body is buffered only up to the stream's receive window, which reopens as the
 // exchange passes pieces on (consume): a slow client slows the upstream, not memory.
 //
-// One stream per connection at a time: a connection is the try's while it runs and goes back
-// to the pool afterwards, so streams of different requests reuse it one after the other but
-// do not share it at once (no multiplexing yet; docs/grpc.md).
+// Tries to the same node share a connection, a stream each (H2Mux), up to the server's
+// concurrent-stream limit; frames one try reads for another's stream wake that one's owner.
 
 #include <deque>
 #include <memory>
@@ -19,6 +18,7 @@
 
 #include "proxy/h1_upstream_request.h"
 #include "proxy/h2_client.h"
+#include "proxy/h2_mux.h"
 #include "proxy/upstream_conn.h"
 #include "proxy/upstream_request.h"
 
@@ -66,7 +66,11 @@ class H2UpstreamRequest final : public UpstreamRequest, private H2StreamSink {
   // Writes the frames nghttp2 has ready; false when the connection broke.
   bool pump_out(int* err);
   bool submit(const Target& t, int* err);
-  bool start_tls(const Target& t, std::string_view name);
+  bool start_tls(UpstreamConn& c, const Target& t, std::string_view name);
+  // Tells the owner on the loop's next round that this stream has news another stream's
+  // read took in.
+  void wake_soon();
+  static void on_wake(void* self);
   bool alpn_ok();
   void reset_try();
   // The stream can no longer deliver a response: reset, closed without one, or the
@@ -75,7 +79,11 @@ class H2UpstreamRequest final : public UpstreamRequest, private H2StreamSink {
 
   H1UpstreamEnv env_;
   Target target_;
-  std::unique_ptr<UpstreamConn> conn_;
+  H2Shared* shared_ = nullptr;    // the connection this try's stream is on, shared
+  UpstreamConn* conn_ = nullptr;  // shared_'s
+  UpstreamOwner* owner_ = nullptr;
+  bool pumping_ = false;  // inside pump_in: callbacks are for streams being read right now
+  io::Timer wake_timer_{&H2UpstreamRequest::on_wake, this};
   std::string pool_key_;
   // The prepared request.
   std::string method_, path_;
