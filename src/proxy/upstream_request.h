@@ -1,8 +1,9 @@
 #pragma once
 // One request to an upstream node, as an exchange drives it: the client side of a protocol
-// (HTTP/1.1 today, H1UpstreamRequest) over a connection taken from the worker's keep-alive
-// pool or newly made. The exchange queues the request's bytes and pulls the response's head
-// and body pieces; framing, connection reuse and the connection's readiness are this side's.
+// (HTTP/1.1, H1UpstreamRequest; HTTP/2 for gRPC upstreams, H2UpstreamRequest) over a
+// connection taken from the worker's keep-alive pool or newly made. The exchange queues the
+// request's bytes and pulls the response's head and body pieces; framing, connection reuse
+// and the connection's readiness are this side's.
 // Tests drive exchanges with a scripted fake instead (tests/unit/server/).
 
 #include <cstddef>
