@@ -75,7 +75,7 @@ struct UpstreamConf {
   KeepalivePoolConf keepalive_pool;
   PassHost pass_host = PassHost::kPass;
   std::string upstream_host;    // required when pass_host == rewrite
-  std::string scheme = "http";  // http | https (grpc | grpcs are refused)
+  std::string scheme = "http";  // http | https | grpc | grpcs
   std::optional<UpstreamTlsConf> tls;
   std::string hash_on = "vars";
   std::string key;

@@ -84,15 +84,7 @@ void decode_connection_fields(FieldDecoder& d, UpstreamConf* u) {
   d.field("pass_host", &u->pass_host, as_pass_host);
   d.field("upstream_host", &u->upstream_host, as_host);
   d.field("scheme", &u->scheme, [](const Json& v) -> StatusOr<std::string> {
-    auto s = as_enum(v, {"http", "https", "grpc", "grpcs"});
-    if (s.is_ok() && (*s == "grpc" || *s == "grpcs")) {
-      // Accepting it would send HTTP/1.1 where the operator asked for gRPC (HTTP/2).
-      return Status::error(fmt::format(
-          "scheme \"{}\" is not supported yet: Sluice speaks HTTP/1.1 (plaintext or TLS) to "
-          "upstreams for now, and gRPC needs HTTP/2",
-          *s));
-    }
-    return s;
+    return as_enum(v, {"http", "https", "grpc", "grpcs"});
   });
   d.field("tls", &u->tls, decode_upstream_tls);
 }

@@ -29,7 +29,8 @@ upstream::Timeouts to_timeouts(const TimeoutConf& t) {
 std::string host_header(const std::string& host, uint16_t port, const std::string& scheme) {
   bool v6 = host.find(':') != std::string::npos;
   std::string h = v6 ? "[" + host + "]" : host;
-  return port == (scheme == "https" ? 443 : 80) ? h : fmt::format("{}:{}", h, port);
+  bool tls = scheme == "https" || scheme == "grpcs";
+  return port == (tls ? 443 : 80) ? h : fmt::format("{}:{}", h, port);
 }
 
 class Builder final : public plugin::UpstreamCatalog {
@@ -184,7 +185,8 @@ class Builder final : public plugin::UpstreamCatalog {
                     : c.pass_host == PassHost::kRewrite ? upstream::PassHost::kRewrite
                                                         : upstream::PassHost::kPass;
     up->upstream_host = c.upstream_host;
-    if (c.scheme == "https") {
+    up->grpc = c.scheme == "grpc" || c.scheme == "grpcs";
+    if (c.scheme == "https" || c.scheme == "grpcs") {
       set_upstream_tls(c, {&set_.ssls, snap_->certs.get(), trusted_ca_}, up.get(), &out_.warnings);
     }
     set_balancer(c, up.get());

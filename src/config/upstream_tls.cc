@@ -88,11 +88,11 @@ Status check_upstream_tls(const UpstreamConf& u) {
   if (!u.tls) {
     return Status::ok();
   }
-  if (u.scheme != "https") {
+  if (u.scheme != "https" && u.scheme != "grpcs") {
     return Status::error(fmt::format(
-        "tls needs scheme \"https\" (the upstream's scheme is \"{}\"): Sluice makes TLS "
-        "connections to https upstreams only, so its client certificate and verification "
-        "would never apply",
+        "tls needs scheme \"https\" or \"grpcs\" (the upstream's scheme is \"{}\"): Sluice "
+        "makes TLS connections to https and grpcs upstreams only, so its client certificate and "
+        "verification would never apply",
         u.scheme));
   }
   const UpstreamTlsConf& t = *u.tls;

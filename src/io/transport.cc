@@ -22,6 +22,9 @@ SocketTransport::~SocketTransport() {
 void SocketTransport::on_events(uint32_t events) {
   if (events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)) {
     readable_ = true;
+    // An edge while a read is on the ring may be for bytes that came after that read was
+    // made: its short result must not then conclude the socket is drained.
+    edge_during_read_ = edge_during_read_ || !rd_op_.idle();
   }
   if (events & (EPOLLHUP | EPOLLERR)) {
     hangup_ = true;
@@ -65,6 +68,7 @@ Transport::Read SocketTransport::read(Buffer& b, size_t max_buffer) {
     }
     room = b.writable();
     if (Ring* ring = loop_.ring()) {
+      edge_during_read_ = false;
       ring->queue_recv(&rd_op_, handler_, fd_, b.write_ptr(), room);
       rd_at_ = b.write_ptr();
       rd_room_ = room;
@@ -78,7 +82,9 @@ Transport::Read SocketTransport::read(Buffer& b, size_t max_buffer) {
     if (static_cast<size_t>(n) < room) {
       // A short read drained the socket and the next edge re-arms us, unless the peer's FIN
       // is already queued: then the next recv() reports EOF and no new edge will come.
-      readable_ = fin_;
+      // On the ring, an edge seen since the read was queued may be newer than the read (the
+      // edge that would re-arm us is then spent): one more read finds out.
+      readable_ = fin_ || edge_during_read_;
     }
     return Read::kData;
   }

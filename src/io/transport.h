@@ -85,8 +85,9 @@ class SocketTransport final : public Transport {
   EventLoop& loop_;
   IoHandler* handler_;
   int fd_;
-  bool readable_ = true;  // may have bytes to read (edge seen, not yet drained)
-  bool writable_ = true;  // may accept bytes (edge seen, no EAGAIN since)
+  bool readable_ = true;           // may have bytes to read (edge seen, not yet drained)
+  bool writable_ = true;           // may accept bytes (edge seen, no EAGAIN since)
+  bool edge_during_read_ = false;  // a readable edge came while a ring read was queued
   bool fin_ = false;
   bool hangup_ = false;
   bool failed_ = false;

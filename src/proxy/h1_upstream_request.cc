@@ -8,10 +8,6 @@
 
 namespace sluice::proxy {
 
-namespace {
-
-// The server name of a Host value: its port removed (and an IPv6 literal's brackets), as
-// nginx strips it from proxy_ssl_name.
 std::string_view server_name(std::string_view host) {
   if (!host.empty() && host[0] == '[') {
     size_t end = host.find(']');
@@ -19,8 +15,6 @@ std::string_view server_name(std::string_view host) {
   }
   return host.substr(0, host.find(':'));
 }
-
-}  // namespace
 
 H1UpstreamRequest::~H1UpstreamRequest() { release(false); }
 

@@ -19,11 +19,18 @@
 
 namespace sluice::proxy {
 
-// What every H1UpstreamRequest of a worker shares.
+class H2Mux;
+
+// The server name of a Host value (SNI, and the name verified): its port removed (and an
+// IPv6 literal's brackets), as nginx strips it from proxy_ssl_name.
+std::string_view server_name(std::string_view host);
+
+// What every H1UpstreamRequest of a worker shares (and every H2UpstreamRequest).
 // Thread: worker
 struct H1UpstreamEnv {
   io::EventLoop* loop = nullptr;
   Pool* pool = nullptr;
+  H2Mux* mux = nullptr;  // HTTP/2 connections carrying streams (gRPC tries)
   const h1::Limits* limits = nullptr;
   size_t read_buffer = 16384;      // a new connection's read buffer
   size_t max_read_buffer = 65536;  // what it may grow to

@@ -18,15 +18,15 @@
 namespace sluice::proxy {
 
 class Pool;
+class H2Client;
 
 // Thread: worker
 class UpstreamConn : public io::IoHandler {
  public:
   // A connection on `fd`, whose connect may still be in progress (not writable until it ends).
-  UpstreamConn(io::EventLoop& loop, int fd, std::string key)
-      : transport_(loop, this, fd), key_(std::move(key)) {
-    transport_.set_writable(false);
-  }
+  // (Both out of line: the H2Client they own is incomplete here.)
+  UpstreamConn(io::EventLoop& loop, int fd, std::string key);
+  ~UpstreamConn() override;
 
   void on_io(uint32_t events) override;
 
@@ -54,6 +54,8 @@ class UpstreamConn : public io::IoHandler {
   bool session_kept = false;  // TLS: this connection's session was kept for resumption
   uint32_t requests = 0;      // requests sent on this connection
 
+  // An HTTP/2 connection's session (scheme grpc); null on HTTP/1.1.
+  std::unique_ptr<H2Client> h2;
   // Set while busy; null while pooled.
   UpstreamOwner* owner = nullptr;
   // Set while pooled.

@@ -1,8 +1,9 @@
 #pragma once
 // One request to an upstream node, as an exchange drives it: the client side of a protocol
-// (HTTP/1.1 today, H1UpstreamRequest) over a connection taken from the worker's keep-alive
-// pool or newly made. The exchange queues the request's bytes and pulls the response's head
-// and body pieces; framing, connection reuse and the connection's readiness are this side's.
+// (HTTP/1.1, H1UpstreamRequest; HTTP/2 for gRPC upstreams, H2UpstreamRequest) over a
+// connection taken from the worker's keep-alive pool or newly made. The exchange queues the
+// request's bytes and pulls the response's head and body pieces; framing, connection reuse
+// and the connection's readiness are this side's.
 // Tests drive exchanges with a scripted fake instead (tests/unit/server/).
 
 #include <cstddef>
@@ -116,6 +117,9 @@ class UpstreamRequest {
   virtual Body read_body(std::string_view* piece) = 0;
   // Drops the last piece read_body() gave, once it has been written downstream.
   virtual void consume() = 0;
+  // After read_body() said kEnd: the response's trailers (HTTP/2; gRPC's grpc-status), valid
+  // until the try is released. HTTP/1.1 passes none on.
+  virtual std::span<const http::Header> trailers() const { return {}; }
   // The response ended cleanly and nothing followed it: the connection may serve again.
   virtual bool reusable() const = 0;
   // Ends the try: the connection goes back to the pool when `reusable` and still sound,

@@ -67,6 +67,9 @@ class Downstream {
   // Queues a piece of the body; `data` must stay valid until flush() says kDone.
   virtual void send_data(std::string_view data) = 0;
   virtual void send_end() = 0;
+  // Trailers to end the response with, before send_end (the views stay valid until flush()
+  // says kDone). HTTP/2 sends them as a last HEADERS frame; HTTP/1.1 has no use for them here.
+  virtual void send_trailers(std::span<const http::Header> fields) { (void)fields; }
   virtual Flush flush() = 0;
   // Bytes of the response head as sent (for the log phase's byte counts).
   virtual uint64_t head_bytes() const = 0;

@@ -15,7 +15,7 @@
 namespace sluice::server {
 
 Exchange::Exchange(Worker& w, std::unique_ptr<proxy::UpstreamRequest> up)
-    : w_(w), up_(std::move(up)) {}
+    : w_(w), h1_up_(std::move(up)), up_(h1_up_.get()) {}
 
 Exchange::~Exchange() {
   if (active()) {
@@ -28,6 +28,7 @@ void Exchange::begin(Downstream& down, const http::RequestHead& req, size_t head
   down_ = &down;
   st_ = State{};
   pctx_.cpu_ns = 0;  // the connection adds the time it spends on this request (CpuMeter)
+  up_ = h1_up_.get();
   st_.phase = Phase::kAwaitHead;  // placeholder until routed
   st_.req = &req;
   st_.holds_head = true;
@@ -208,6 +209,9 @@ void Exchange::route_request() {
     reply(status, msg, false);
     return;
   }
+  if (!prepare_protocol()) {
+    return;
+  }
   st_.lb_hash = balancer_hash();
   build_upstream_head();
   release_head();
@@ -378,6 +382,10 @@ void Exchange::upstream_failed(int status, std::string_view why, bool logged) {
   }
   if (st_.response_started) {
     close_early();
+    return;
+  }
+  if (st_.grpc) {
+    grpc_reply(status, why);
     return;
   }
   reply(status, {}, false);

@@ -60,7 +60,8 @@ class Exchange final : public proxy::UpstreamOwner {
  public:
   enum class Step : uint8_t { kProgress, kWait, kDone, kClose };
 
-  // `up` makes this exchange's upstream requests (H1UpstreamRequest; a fake in tests).
+  // `up` makes this exchange's HTTP/1.1 upstream requests (H1UpstreamRequest; a fake in
+  // tests); a gRPC upstream's go through an H2UpstreamRequest made when first needed.
   Exchange(Worker& w, std::unique_ptr<proxy::UpstreamRequest> up);
   ~Exchange() override;
 
@@ -166,6 +167,9 @@ class Exchange final : public proxy::UpstreamOwner {
     bool upgrade = false;
     bool switching = false;
     bool websocket = false;
+    bool grpc = false;  // the upstream's scheme is grpc: HTTP/2 to it, gRPC errors to the client
+    // A gRPC response began while the request body still streams: both go on at once.
+    bool duplex = false;
     TunnelDrain drain = TunnelDrain::kNone;
     uint64_t tunnel_activity = 0;  // Tunnel::activity() when the idle timer was last armed
     // The access log's (exchange_log.cc).
@@ -229,6 +233,16 @@ class Exchange final : public proxy::UpstreamOwner {
   Step pump_request_body();
   Step upstream_write_failed(int err);
   Step relay_early_answer();
+  // exchange_grpc.cc: a gRPC upstream (scheme grpc).
+  // Picks the upstream request's protocol and applies grpc-timeout. False when it answered
+  // the request (an HTTP/1.1 client: gRPC needs HTTP/2).
+  bool prepare_protocol();
+  // The gateway's gRPC answer to a failed request: HTTP 200 with grpc-status and grpc-message
+  // in one HEADERS frame (a trailers-only response), as a gRPC client expects.
+  void grpc_reply(int http_status, std::string_view why);
+  // During a duplex response: passes on what the client sent of the request body since, as
+  // the upstream takes it. False when that ended the exchange (the client or upstream gone).
+  bool pump_duplex();
   // exchange_tunnel.cc: the upgrade.
   // The request asks to switch protocols in a way its route lets through.
   bool wants_upgrade(const http::RequestHead& req, const http::ConnectionTokens& listed) const;
@@ -260,7 +274,9 @@ class Exchange final : public proxy::UpstreamOwner {
   Step stream_source();
 
   Worker& w_;
-  std::unique_ptr<proxy::UpstreamRequest> up_;
+  std::unique_ptr<proxy::UpstreamRequest> h1_up_;
+  std::unique_ptr<proxy::UpstreamRequest> h2_up_;  // made at the first gRPC request
+  proxy::UpstreamRequest* up_ = nullptr;           // this request's: one of the two
   Downstream* down_ = nullptr;
   io::Timer timer_{&Exchange::on_timer, this};
   snapshot::SnapshotPtr snap_;
@@ -275,6 +291,7 @@ class Exchange final : public proxy::UpstreamOwner {
   std::string xff_;                       // incoming X-Forwarded-For values, joined
   std::string up_statuses_;               // each try's status, "502, 504, 200" ($upstream_status)
   std::string reply_body_;                // a gateway-made response's body
+  std::string grpc_message_;              // a gateway-made gRPC answer's grpc-message
   http::RequestHead head_copy_;           // keep_head(): the head, its views into head_bytes_
   std::string head_bytes_;
   std::string body_;                           // the whole request body, when a plugin needs it

@@ -125,6 +125,11 @@ void Exchange::start_response() {
   r.bodiless = !body_allowed || (resp_.body_kind == http::BodyKind::kNone && length < 0 &&
                                  !(ed != nullptr && ed->body_changes));
   r.close = st_.early;
+  if (st_.grpc && resp_.body_kind == http::BodyKind::kNone) {
+    // A trailers-only gRPC answer (grpc-status in the head, END_STREAM on it) stays one.
+    r.bodiless = true;
+    r.content_length = -1;
+  }
   if (resp_.status == 101 && status == 101) {
     // The upstream switched (H1UpstreamRequest checked it was asked and named its protocol):
     // the client hears the same, and the tunnel begins once it has.
@@ -156,6 +161,9 @@ bool Exchange::send_piece(std::string_view data) {
 
 Exchange::Step Exchange::stream_response() {
   while (true) {
+    if (st_.duplex && !st_.body_sent && !pump_duplex()) {
+      return Step::kClose;
+    }
     if (st_.piece) {
       if (Step step; !flushed(&step)) {
         if (step == Step::kWait) {
@@ -200,6 +208,7 @@ Exchange::Step Exchange::stream_response() {
         down_->send_data(tail);
       }
     }
+    down_->send_trailers(up_->trailers());
     down_->send_end();
     st_.end_sent = true;
     st_.piece = true;  // flush what is queued, then finish

@@ -250,6 +250,14 @@ Exchange::Step Exchange::send_request() {
         if (up_->answered_early()) {
           return relay_early_answer();
         }
+        if (st_.grpc && up_->has_input()) {
+          // A gRPC server answers while the client still streams (bidirectional calls):
+          // the response starts now and the request body keeps flowing beside it.
+          st_.duplex = true;
+          st_.phase = Phase::kAwaitHead;
+          arm(st_.timeouts.read_ms);
+          return Step::kProgress;
+        }
         arm(w_.settings().body_timeout_ms);
         return Step::kWait;
       }

@@ -107,7 +107,8 @@ void H2Stream::on_head_done(bool end) {
 
 // The head as HTTP/1.1 would carry it, parsed by the same parser, so the exchange, the
 // router and the plugins see one kind of request. A body of unknown length is marked chunked
-// so the upstream hop frames it the way it frames any HTTP/1.1 body of unknown length.
+// so the upstream hop frames it the way it frames any HTTP/1.1 body of unknown length; one
+// that came whole with the head gets its length.
 bool H2Stream::build_head() {
   head_.clear();
   head_.reserve(method_.size() + path_.size() + authority_.size() + fields_.size() +
@@ -120,8 +121,18 @@ bool H2Stream::build_head() {
   if (!cookie_.empty()) {
     head_.append("cookie: ").append(cookie_).append("\r\n");
   }
-  if (!remote_end_ && !has_length_) {
-    head_.append("transfer-encoding: chunked\r\n");
+  if (!has_length_) {
+    size_t have = 0;
+    for (const std::string& b : body_) {
+      have += b.size();
+    }
+    if (!remote_end_) {
+      head_.append("transfer-encoding: chunked\r\n");
+    } else if (have > 0) {
+      // The whole body came with the head (DATA with END_STREAM in the same read, as gRPC
+      // clients send a unary call): its length is known, and without it the body were lost.
+      head_.append("content-length: ").append(std::to_string(have)).append("\r\n");
+    }
   }
   head_.append("\r\n");
   std::string().swap(fields_);
@@ -369,6 +380,39 @@ void H2Stream::send_end() {
   resume();
 }
 
+void H2Stream::send_trailers(std::span<const http::Header> fields) {
+  trailers_.clear();
+  for (const http::Header& f : fields) {
+    if (connection_specific(f.name) || f.name.starts_with(':')) {
+      continue;
+    }
+    std::string name(f.name);
+    for (char& ch : name) {
+      ch = common::ascii_lower(ch);
+    }
+    trailers_.push_back(std::move(name));
+    trailers_.emplace_back(f.value);
+  }
+}
+
+// The body is out: the trailers end the stream in a HEADERS frame of their own (RFC 9113
+// 8.1), which nghttp2 lets a data source submit as it ends its DATA without END_STREAM.
+bool H2Stream::submit_trailers(uint32_t* flags) {
+  if (trailers_.empty()) {
+    return false;
+  }
+  std::vector<nghttp2_nv> nv;
+  nv.reserve(trailers_.size() / 2);
+  for (size_t i = 0; i + 1 < trailers_.size(); i += 2) {
+    nv.push_back(make_nv(trailers_[i], trailers_[i + 1]));
+  }
+  if (nghttp2_submit_trailer(s_.ng(), id_, nv.data(), nv.size()) != 0) {
+    return false;
+  }
+  *flags |= NGHTTP2_DATA_FLAG_NO_END_STREAM;
+  return true;
+}
+
 void H2Stream::resume() {
   if (deferred_ && !closed_) {
     deferred_ = false;
@@ -397,6 +441,7 @@ ssize_t H2Stream::produce(uint8_t* buf, size_t len, uint32_t* flags) {
   if (out_.empty()) {
     if (end_) {
       *flags |= NGHTTP2_DATA_FLAG_EOF;
+      submit_trailers(flags);
       eof_out_ = true;
     }
     s_.mark_ready(this);  // its flush() can now say kDone

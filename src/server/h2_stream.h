@@ -63,6 +63,7 @@ class H2Stream final : public Downstream {
   void send_head(const ResponseStart& r) override;
   void send_data(std::string_view data) override;
   void send_end() override;
+  void send_trailers(std::span<const http::Header> fields) override;
   Flush flush() override;
   uint64_t head_bytes() const override { return head_bytes_; }
   uint64_t body_bytes() const override { return body_out_; }
@@ -77,6 +78,8 @@ class H2Stream final : public Downstream {
   bool build_head();
   void submit(int status, const std::vector<nghttp2_nv>& nv, bool body);
   void resume();
+  // Submits the trailers, if any, as the body ends (sets NO_END_STREAM in `flags`).
+  bool submit_trailers(uint32_t* flags);
   static void on_send_timeout(void* self);
 
   H2Session& s_;
@@ -104,6 +107,9 @@ class H2Stream final : public Downstream {
   bool eof_out_ = false;   // the END_STREAM went to nghttp2
   bool deferred_ = false;  // produce() answered NGHTTP2_ERR_DEFERRED: resume on new data
   bool submitted_ = false;
+  // Trailers to end the response with (lower-cased names, then values), sent from produce()
+  // once the body is out.
+  std::vector<std::string> trailers_;
   std::string local_body_;
   uint64_t body_out_ = 0;  // response body bytes queued (the access log's $body_bytes_sent)
   uint64_t body_in_ = 0;   // request body bytes received ($request_length, with the head)

@@ -15,7 +15,11 @@ Worker::Worker(int id, std::shared_ptr<const Settings> settings, std::shared_ptr
   plugin_local_.worker_id = id_;
   plugin_local_.loop = &loop_;
   plugin_local_.host = this;
-  upstream_env_ = {&loop_, &pool_, &settings_->limits, settings_->read_buffer,
+  upstream_env_ = {&loop_,
+                   &pool_,
+                   &mux_,
+                   &settings_->limits,
+                   settings_->read_buffer,
                    settings_->max_read_buffer};
   if (settings_->access_log) {
     access_log_ = std::make_unique<accesslog::Writer>(settings_->access_log);

@@ -16,6 +16,7 @@
 #include "metrics/conn_stats.h"
 #include "plugin/plugin.h"
 #include "proxy/h1_upstream_request.h"
+#include "proxy/h2_mux.h"
 #include "proxy/pool.h"
 #include "server/conn_limits.h"
 #include "server/exchange.h"
@@ -146,6 +147,7 @@ class Worker final : public plugin::Host {
   std::unique_ptr<upstream::Balancer> stray_[4];
   uint64_t balancer_generation_ = 0;
   proxy::Pool pool_;
+  proxy::H2Mux mux_{loop_, pool_};
   std::vector<std::unique_ptr<Listener>> listeners_;
   // Declared before clients_: a connection's destructor unregisters itself from it.
   std::unordered_map<uint64_t, ClientConn*> admin_waiting_;

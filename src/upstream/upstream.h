@@ -60,8 +60,11 @@ struct Upstream {
   uint32_t pool_idle_ms = 60000;
   uint32_t pool_requests = 1000;
   PassHost pass_host = PassHost::kPass;
+  // scheme grpc or grpcs: tries speak HTTP/2 (h2c by prior knowledge, or TLS with ALPN h2)
+  // and failures answer gRPC statuses.
+  bool grpc = false;
   std::string upstream_host;
-  // scheme https: how connections are made (verification, client certificate, resumption),
+  // scheme https or grpcs: how connections are made (verification, client certificate, resumption),
   // shared by every upstream with the same tls settings and kept across rebuilds; null:
   // plaintext.
   std::shared_ptr<const tls::ClientContext> tls;

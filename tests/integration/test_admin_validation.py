@@ -101,11 +101,6 @@ ROUTE_CASES = {
     "upstream-nodes-type": (_r(upstream=_up(nodes="127.0.0.1:80")), None, ("nodes",)),
     "upstream-retries": (_r(upstream=_up(retries=-1)), None, ("retries",)),
     "upstream-scheme": (_r(upstream=_up(scheme="ftp")), None, ("scheme",)),
-    # Refused until gRPC to upstreams exists: storing it would send HTTP/1.1 where gRPC is meant.
-    "upstream-scheme-grpc": (_r(upstream=_up(scheme="grpc")), None,
-                             ("scheme", "grpc", "not supported yet")),
-    "upstream-scheme-grpcs": (_r(upstream=_up(scheme="grpcs")), None,
-                              ("scheme", "grpcs", "not supported yet")),
     "upstream-pass-host": (_r(upstream=_up(pass_host="bogus")), None, ("pass_host",)),
     "upstream-hash-on": (_r(upstream=_up(type="chash", key="remote_addr", hash_on="bogus")),
                          None, ("hash_on",)),
@@ -149,7 +144,8 @@ ROUTE_CASES = {
                     ()),
     # tls applies to https upstreams only; there its certificate must parse (APISIX's text).
     "upstream-tls-on-http": (_r(upstream=_up(tls={"verify": True})),
-                             "tls needs scheme \"https\" (the upstream's scheme is \"http\")",
+                             "tls needs scheme \"https\" or \"grpcs\" (the upstream's scheme "
+                             "is \"http\")",
                              ()),
     "upstream-tls-client-cert": (_r(upstream=_up(scheme="https", tls={
         "client_cert": "c" * 200, "client_key": "k" * 200})), "failed to parse cert: ", ()),

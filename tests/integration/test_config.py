@@ -185,11 +185,11 @@ BROKEN = {
         gw, _good_items(up), g, extra=yaml.safe_dump({"upstreams": [
             {"id": "bad-up-1", "type": "roundrobin", "nodes": {up.addr: "heavy"}}]})),
         [r"bad-up-1", r"nodes|weight"]),
-    "grpcs-upstream": (lambda gw, up, g: _routes_text(
+    "ftp-upstream": (lambda gw, up, g: _routes_text(
         gw, _good_items(up), g, extra=yaml.safe_dump({"upstreams": [
-            {"id": "grpc-up-1", "type": "roundrobin", "scheme": "grpcs",
+            {"id": "ftp-up-1", "type": "roundrobin", "scheme": "ftp",
              "nodes": {up.addr: 1}}]})),
-        [r"grpc-up-1", r"scheme \"grpcs\" is not supported yet"]),
+        [r"ftp-up-1", r"scheme"]),
     "unset-env-var": (lambda gw, up, g: _routes_text(
         gw, _good_items(up) + "- id: bad-route-7\n  uri: ${{SLUICE_T_SURELY_UNSET_9}}\n"
         "  upstream:\n    type: roundrobin\n    nodes:\n      \"%s\": 1\n" % up.addr, g),

@@ -606,9 +606,9 @@ def test_invalid_values_are_skipped_and_logged(etcd, make_gateway, make_upstream
     for n, garbage in enumerate(["not json", json.dumps({"id": "1", "uri": 5}),
                                  json.dumps({"id": "1", "uri": "/one", "upstream": {
                                      "nodes": upstream_nodes(up2), "type": "nope"}}),
-                                 # no HTTP/1.1 to an upstream that asked for gRPC
+                                 # a scheme no upstream speaks
                                  json.dumps({"id": "1", "uri": "/one", "upstream": {
-                                     "nodes": upstream_nodes(up2), "scheme": "grpcs"}}),
+                                     "nodes": upstream_nodes(up2), "scheme": "ftp"}}),
                                  "{\"id\": \"1\", \"uri\": \"/one\""]):
         start = gw.log_size()
         etcd.put("/apisix/routes/1", garbage)

@@ -328,3 +328,24 @@ def test_access_log_says_http2(make_gateway, upstream):
             pass
         time.sleep(0.05)
     assert lines == ["GET /logged?q=1 HTTP/2.0|HTTP/2.0|200|%d" % len(r.body)], lines
+
+
+def test_body_that_came_whole_with_the_head_is_passed_on(make_gateway, upstream):
+    # HEADERS without content-length and DATA with END_STREAM in one write (as gRPC clients
+    # send a unary call): the stream's body is complete when its exchange starts, and goes
+    # up with its length. It was dropped before.
+    gw = h2_gateway(make_gateway, [route("/*", upstream, rid="all")])
+    with h2_kit.H2Client(gw.port) as c:
+        sid = c.conn.get_next_available_stream_id()
+        c.conn.send_headers(sid, [(":method", "POST"), (":path", "/whole"),
+                                  (":scheme", "http"), (":authority", c.authority)])
+        c.conn.send_data(sid, b"0123456789", end_stream=True)
+        c.responses[sid] = {"headers": None, "data": bytearray(), "ended": False,
+                            "reset": None}
+        c.flush()
+        r = c.response(sid)
+    assert r["headers"][":status"] == "200", r
+    seen = json.loads(bytes(r["data"]))
+    assert seen["body_len"] == 10, seen
+    headers = {k.lower(): v for k, v in seen["headers"]}
+    assert headers["content-length"] == "10"

@@ -259,7 +259,6 @@ def test_tls_fields_are_checked(make_gateway, pki):
         (dict(base, tls={"verify": 1}),
          'invalid configuration: property "tls" validation failed: property "verify" '
          'validation failed: wrong type: expected boolean, got number'),
-        (dict(base, scheme="grpcs"), 'scheme "grpcs" is not supported yet'),
     ]
     for body, msg in cases:
         r = gw.admin("PUT", "/upstreams/x", body)

@@ -91,9 +91,6 @@ TEST(DecodeUpstream, Errors) {
        R"(property "pass_host" validation failed: matches none of the enum values)"},
       {R"({"nodes": {}, "scheme": "tcp"})",
        R"(property "scheme" validation failed: matches none of the enum values)"},
-      // Until gRPC to upstreams exists it is refused, never sent as HTTP/1.1 (upstream_tls_test).
-      {R"({"nodes": {}, "scheme": "grpcs"})",
-       R"(property "scheme" validation failed: scheme "grpcs" is not supported yet)"},
       {R"({"nodes": {}, "hash_on": "ip"})",
        R"(property "hash_on" validation failed: matches none of the enum values)"},
       {R"({"nodes": {}, "key": 1})",

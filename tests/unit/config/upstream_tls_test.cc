@@ -41,23 +41,21 @@ Json pair_tls(const char* cert, const char* key, const std::string& extra = "") 
   return t;
 }
 
-TEST(UpstreamTls, HttpsIsAcceptedAndGrpcStillRefused) {
+TEST(UpstreamTls, HttpsGrpcAndGrpcsAreAccepted) {
   auto u = decode_upstream(Json::parse(R"({"scheme": "https", "nodes": {"a.com": 1}})"));
   ASSERT_TRUE(u.is_ok()) << u.status().message();
   EXPECT_EQ(u->scheme, "https");
   EXPECT_FALSE(u->tls.has_value());
   EXPECT_EQ(u->nodes[0].port, 443);  // a port-less node gets https's
-  for (const char* scheme : {"grpc", "grpcs"}) {
-    auto g =
-        decode_upstream(Json::parse(std::string(R"({"nodes": {}, "scheme": ")") + scheme + "\"}"));
-    ASSERT_FALSE(g.is_ok());
-    EXPECT_EQ(g.status().message(),
-              std::string("invalid configuration: property \"scheme\" validation failed: "
-                          "scheme \"") +
-                  scheme +
-                  "\" is not supported yet: Sluice speaks HTTP/1.1 (plaintext or TLS) to "
-                  "upstreams for now, and gRPC needs HTTP/2");
-  }
+  auto grpc = decode_upstream(Json::parse(R"({"nodes": {"a.com": 1}, "scheme": "grpc"})"));
+  ASSERT_TRUE(grpc.is_ok()) << grpc.status().message();
+  EXPECT_EQ(grpc->scheme, "grpc");
+  EXPECT_EQ(grpc->nodes[0].port, 80);
+  auto gs = decode_upstream(
+      Json::parse(R"({"nodes": {"a.com": 1}, "scheme": "grpcs", "tls": {"verify": true}})"));
+  ASSERT_TRUE(gs.is_ok()) << gs.status().message();
+  EXPECT_EQ(gs->nodes[0].port, 443);
+  EXPECT_TRUE(gs->tls.has_value());
 }
 
 TEST(UpstreamTls, ReadsEveryField) {
@@ -120,9 +118,9 @@ TEST(UpstreamTls, RulesAfterTheSchema) {
     std::string error;
   } cases[] = {
       {Json::parse(R"({"nodes": {}, "tls": {"verify": true}})"),
-       "tls needs scheme \"https\" (the upstream's scheme is \"http\"): Sluice makes TLS "
-       "connections to https upstreams only, so its client certificate and verification would "
-       "never apply"},
+       "tls needs scheme \"https\" or \"grpcs\" (the upstream's scheme is \"http\"): Sluice "
+       "makes TLS connections to https and grpcs upstreams only, so its client certificate and "
+       "verification would never apply"},
       {https_upstream(
            Json{{"client_cert", std::string(200, 'x')}, {"client_key", tls_pem("key.pem")}}.dump()),
        "failed to parse cert: not a PEM block (no \"-----BEGIN\" line)"},
