@@ -8,7 +8,6 @@
 #include <algorithm>
 #include <array>
 #include <chrono>
-#include <filesystem>
 #include <random>
 #include <thread>
 
@@ -259,10 +258,6 @@ Api::Api(Auth auth, store::ConfigStore& store, const store::ConfigIndex& index,
       after_write_(std::move(after_write)) {}
 
 void Api::set_audit_log(std::string path) {
-  if (const auto dir = std::filesystem::path(path).parent_path(); !dir.empty()) {
-    std::error_code ignored;  // a directory that cannot be made shows at the first write
-    std::filesystem::create_directories(dir, ignored);
-  }
   audit_ = AuditLog(std::move(path));
   recording_.set_recording(audit_.on());
 }

@@ -8,6 +8,7 @@
 #include <charconv>
 #include <chrono>
 #include <ctime>
+#include <filesystem>
 
 #include "admin/auth.h"
 #include "common/log.h"
@@ -178,7 +179,12 @@ void AuditLog::record(const server::AdminRequest& req, const config::AdminKey* w
                               {"after", shown(prefix, c.key, c.after)}});
   }
   const std::string line = rec.dump(-1, ' ', false, Json::error_handler_t::replace) + "\n";
-  const int fd = ::open(path_.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0640);
+  int fd = ::open(path_.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0640);
+  if (fd < 0 && errno == ENOENT) {  // its directory is made at the first record, not before
+    std::error_code ignored;
+    std::filesystem::create_directories(std::filesystem::path(path_).parent_path(), ignored);
+    fd = ::open(path_.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0640);
+  }
   if (fd < 0 || ::write(fd, line.data(), line.size()) != static_cast<ssize_t>(line.size())) {
     SLUICE_LOG(kError, "admin audit log {}: cannot append: {}", path_, strerror(errno));
   }
