@@ -71,6 +71,18 @@ void resolve(const Options& o, const std::vector<store::Entry>& current, Prepare
 int write_prepared(const Options& o, const std::string& place, const std::string& prefix,
                    store::ConfigStore& s, const Prepared& p, const char* who);
 
+// load's and apply's first steps: FILE checked whole, then the place opened (the embedded
+// store's lock) and read, and FILE resolved against it.
+struct Opened {
+  std::string place, prefix;
+  std::unique_ptr<store::ConfigStore> store;
+  std::vector<store::Entry> current;
+  Prepared p;
+};
+// 0, or the exit code when it cannot go on (said on stderr).
+int open_for_write(const Options& o, const config::GatewayConfig& conf, const char* who,
+                   Opened* out);
+
 int load(const Options& o, const config::GatewayConfig& conf);
 int diff(const Options& o, const config::GatewayConfig& conf);  // diff and plan
 int apply(const Options& o, const config::GatewayConfig& conf);

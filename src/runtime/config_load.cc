@@ -235,36 +235,49 @@ int write_prepared(const Options& o, const std::string& place, const std::string
   return 0;
 }
 
-int load(const Options& o, const config::GatewayConfig& conf) {
-  const char* who = "sluice config load";
-  const std::string place = o.place.empty() ? provider_name(conf) : o.place;
-  if (place != "embedded" && place != "etcd") {
+int open_for_write(const Options& o, const config::GatewayConfig& conf, const char* who,
+                   Opened* out) {
+  out->place = o.place.empty() ? provider_name(conf) : o.place;
+  if (out->place != "embedded" && out->place != "etcd") {
     fprintf(stderr, "%s: --to must be embedded or etcd\n", who);
     return 2;
   }
-  const std::string prefix = prefix_of(conf, place);
+  out->prefix = prefix_of(conf, out->place);
   // Everything is checked before anything is written; the store is opened only then.
-  Prepared p = prepare(o, prefix, who);
-  if (p.errors > 0) {
-    fprintf(stderr, "%s: %d error(s) in %s: nothing was written\n", who, p.errors, o.file.c_str());
+  out->p = prepare(o, out->prefix, who);
+  if (out->p.errors > 0) {
+    fprintf(stderr, "%s: %d error(s) in %s: nothing was written\n", who, out->p.errors,
+            o.file.c_str());
     return 1;
   }
-  auto s = open_place(conf, place);
+  auto s = open_place(conf, out->place);
   if (!s) {
     fprintf(stderr, "%s: %s\n", who, s.status().message().c_str());
     return 1;
   }
-  auto current = (*s)->list(prefix + "/");
+  out->store = std::move(s).value();
+  auto current = out->store->list(out->prefix + "/");
   if (!current) {
     fprintf(stderr, "%s: %s\n", who, current.status().message().c_str());
     return 1;
   }
-  resolve(o, *current, &p, who);  // credentials' consumers, --replace's stale keys
-  if (p.errors > 0) {
-    fprintf(stderr, "%s: %d error(s) in %s: nothing was written\n", who, p.errors, o.file.c_str());
+  out->current = std::move(current).value();
+  resolve(o, out->current, &out->p, who);  // credentials' consumers, --replace's stale keys
+  if (out->p.errors > 0) {
+    fprintf(stderr, "%s: %d error(s) in %s: nothing was written\n", who, out->p.errors,
+            o.file.c_str());
     return 1;
   }
-  return write_prepared(o, place, prefix, **s, p, who);
+  return 0;
+}
+
+int load(const Options& o, const config::GatewayConfig& conf) {
+  const char* who = "sluice config load";
+  Opened w;
+  if (int rc = open_for_write(o, conf, who, &w); rc != 0) {
+    return rc;
+  }
+  return write_prepared(o, w.place, w.prefix, *w.store, w.p, who);
 }
 
 int rollback(const Options& o, const config::GatewayConfig& conf) {

@@ -170,32 +170,14 @@ int diff(const Options& o, const config::GatewayConfig& conf) {
 
 int apply(const Options& o, const config::GatewayConfig& conf) {
   const char* who = "sluice config apply";
-  const std::string place = o.place.empty() ? provider_name(conf) : o.place;
-  if (place != "embedded" && place != "etcd") {
-    fprintf(stderr, "%s: --to must be embedded or etcd\n", who);
-    return 2;
+  Opened w;
+  if (int rc = open_for_write(o, conf, who, &w); rc != 0) {
+    return rc;
   }
-  const std::string prefix = prefix_of(conf, place);
-  Prepared p = prepare(o, prefix, who);
-  if (p.errors > 0) {
-    fprintf(stderr, "%s: %d error(s) in %s: nothing was written\n", who, p.errors, o.file.c_str());
-    return 1;
-  }
-  auto s = open_place(conf, place);
-  if (!s) {
-    fprintf(stderr, "%s: %s\n", who, s.status().message().c_str());
-    return 1;
-  }
-  auto current = (*s)->list(prefix + "/");
-  if (!current) {
-    fprintf(stderr, "%s: %s\n", who, current.status().message().c_str());
-    return 1;
-  }
-  resolve(o, *current, &p, who);
-  if (p.errors > 0) {
-    fprintf(stderr, "%s: %d error(s) in %s: nothing was written\n", who, p.errors, o.file.c_str());
-    return 1;
-  }
+  const std::string& place = w.place;
+  const std::string& prefix = w.prefix;
+  const Prepared& p = w.p;
+  const std::vector<store::Entry>* current = &w.current;
   // The plan is made and shown under the store's lock (etcd: a moment before the write).
   const Changes c = compare(prefix, *current, p);
   const std::vector<Finding> findings = check_state(state_after(prefix, *current, p), conf);
@@ -215,8 +197,8 @@ int apply(const Options& o, const config::GatewayConfig& conf) {
   for (const store::Entry& e : *current) {
     stored.emplace(e.key, &e);
   }
-  Prepared w = p;
-  w.writes.clear();
+  Prepared out = p;
+  out.writes.clear();
   for (const auto& [key, value] : p.writes) {
     if (!c.keys.contains(key)) {
       continue;
@@ -229,9 +211,9 @@ int apply(const Options& o, const config::GatewayConfig& conf) {
         v["create_time"] = before["create_time"];
       }
     }
-    w.writes.emplace_back(key, std::move(v));
+    out.writes.emplace_back(key, std::move(v));
   }
-  return write_prepared(o, place, prefix, **s, w, who);
+  return write_prepared(o, place, prefix, *w.store, out, who);
 }
 
 }  // namespace sluice::runtime::config_cli
