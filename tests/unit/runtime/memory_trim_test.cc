@@ -36,7 +36,8 @@ TEST(MemoryTrim, WorthTrimming) {
 // What glibc keeps after another thread frees a burst of small blocks, a few of which live on
 // (a connection that stays, say) so the arena cannot simply shrink, goes back at a trim.
 TEST(MemoryTrim, TrimReturnsWhatABurstFreed) {
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__) || \
+    defined(SLUICE_SANITIZER_RUNTIME)
   GTEST_SKIP() << "a sanitizer's allocator, not glibc's, holds this memory";
 #elif defined(__has_feature)
 #if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
