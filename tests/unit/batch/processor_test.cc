@@ -170,7 +170,7 @@ class FakeSink : public Sink {
 };
 
 bool eventually(const std::function<bool()>& f) {
-  for (int i = 0; i < 400; ++i) {
+  for (int i = 0; i < 2000; ++i) {  // up to 10 s: the sender thread under qemu on a busy machine
     if (f()) {
       return true;
     }
