@@ -13,6 +13,7 @@
 
 #include "admin/api_internal.h"
 #include "common/log.h"
+#include "common/strings.h"
 #include "config/plugin_registry.h"
 #include "config/secret_fields.h"
 
@@ -51,19 +52,12 @@ constexpr std::array<Kind, 12> kKinds = {{
     {"secrets", "secret", false, true},
 }};
 
-int hex(char c) {
-  if (c >= '0' && c <= '9') {
-    return c - '0';
-  }
-  c = static_cast<char>(c | 0x20);
-  return c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
-}
-
 std::string percent_decode(std::string_view s) {
   std::string out;
   for (size_t i = 0; i < s.size(); ++i) {
-    if (s[i] == '%' && i + 2 < s.size() && hex(s[i + 1]) >= 0 && hex(s[i + 2]) >= 0) {
-      out += static_cast<char>(hex(s[i + 1]) * 16 + hex(s[i + 2]));
+    if (s[i] == '%' && i + 2 < s.size() && common::hex_value(s[i + 1]) >= 0 &&
+        common::hex_value(s[i + 2]) >= 0) {
+      out += static_cast<char>(common::hex_value(s[i + 1]) * 16 + common::hex_value(s[i + 2]));
       i += 2;
     } else {
       out += s[i] == '+' ? ' ' : s[i];

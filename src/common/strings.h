@@ -14,6 +14,15 @@ inline void append_uint(std::string& out, uint64_t v) {
   out.append(buf, static_cast<size_t>(r.ptr - buf));
 }
 
+// The value of a hex digit (either case), or -1.
+inline int hex_value(char c) {
+  if (c >= '0' && c <= '9') {
+    return c - '0';
+  }
+  const char l = static_cast<char>(c | 0x20);  // 'A'-'F' and only they become 'a'-'f'
+  return l >= 'a' && l <= 'f' ? l - 'a' + 10 : -1;
+}
+
 // PCRE's \s in ASCII: space, tab, newline, carriage return, form feed, vertical tab.
 inline char ascii_lower(char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c + 32) : c; }
 

@@ -9,6 +9,8 @@
 #include <cstdint>
 #include <cstring>
 
+#include "common/strings.h"
+
 namespace sluice::http {
 
 namespace {
@@ -22,17 +24,6 @@ constexpr std::array<bool, 256> kPlain = [] {
   }
   return t;
 }();
-
-int hex_digit(char c) {
-  if (c >= '0' && c <= '9') {
-    return c - '0';
-  }
-  const char l = static_cast<char>(c | 0x20);
-  if (l >= 'a' && l <= 'f') {
-    return l - 'a' + 10;
-  }
-  return -1;
-}
 
 // Thread: any (one call's state). The normalised path so far: raw[0, n) while nothing has
 // changed, buf[0, n) after.
@@ -123,8 +114,8 @@ class Normalizer {
     char c = raw_[*i];
     bool decoded = false;
     if (c == '%') {
-      const int hi = *i + 1 < raw_.size() ? hex_digit(raw_[*i + 1]) : -1;
-      const int lo = *i + 2 < raw_.size() ? hex_digit(raw_[*i + 2]) : -1;
+      const int hi = *i + 1 < raw_.size() ? common::hex_value(raw_[*i + 1]) : -1;
+      const int lo = *i + 2 < raw_.size() ? common::hex_value(raw_[*i + 2]) : -1;
       if (hi < 0 || lo < 0) {
         return fail("bad percent-escape in path");
       }

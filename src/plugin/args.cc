@@ -1,16 +1,10 @@
 #include "plugin/args.h"
 
+#include "common/strings.h"
+
 namespace sluice::plugin {
 
 namespace {
-
-int hex(char c) {
-  if (c >= '0' && c <= '9') {
-    return c - '0';
-  }
-  c = static_cast<char>(c | 0x20);
-  return c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
-}
 
 std::string unescape(std::string_view s) {
   std::string out;
@@ -24,8 +18,10 @@ void unescape_arg(std::string_view s, std::string* out) {
   for (size_t i = 0; i < s.size(); ++i) {
     if (s[i] == '+') {
       out->push_back(' ');
-    } else if (s[i] == '%' && i + 2 < s.size() && hex(s[i + 1]) >= 0 && hex(s[i + 2]) >= 0) {
-      out->push_back(static_cast<char>(hex(s[i + 1]) * 16 + hex(s[i + 2])));
+    } else if (s[i] == '%' && i + 2 < s.size() && common::hex_value(s[i + 1]) >= 0 &&
+               common::hex_value(s[i + 2]) >= 0) {
+      out->push_back(
+          static_cast<char>(common::hex_value(s[i + 1]) * 16 + common::hex_value(s[i + 2])));
       i += 2;
     } else {
       out->push_back(s[i]);

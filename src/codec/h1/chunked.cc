@@ -3,23 +3,11 @@
 #include <algorithm>
 
 #include "codec/h1/scan.h"
+#include "common/strings.h"
 
 namespace sluice::h1 {
 
 namespace {
-
-int hex_value(char c) {
-  if (c >= '0' && c <= '9') {
-    return c - '0';
-  }
-  if (c >= 'a' && c <= 'f') {
-    return c - 'a' + 10;
-  }
-  if (c >= 'A' && c <= 'F') {
-    return c - 'A' + 10;
-  }
-  return -1;
-}
 
 // qdtext or the byte after a backslash: HTAB, SP, VCHAR, obs-text.
 bool is_quoted_char(char ch) {
@@ -91,7 +79,7 @@ bool ChunkedDecoder::on_size_line_byte(char c) {
   if (state_ != State::kSize) {
     return on_ext_byte(c);
   }
-  int d = hex_value(c);
+  int d = common::hex_value(c);
   if (d < 0) {
     return digits_ == 0 ? fail("invalid chunk size") : end_size_line(c);
   }

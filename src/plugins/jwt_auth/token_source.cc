@@ -1,17 +1,12 @@
 #include "plugins/jwt_auth/token_source.h"
 
+#include "common/strings.h"
+
 namespace sluice::plugins::jwt_auth {
 
 using plugin::Context;
 
 namespace {
-
-int hex_value(char c) {
-  return c >= '0' && c <= '9'   ? c - '0'
-         : c >= 'a' && c <= 'f' ? c - 'a' + 10
-         : c >= 'A' && c <= 'F' ? c - 'A' + 10
-                                : -1;
-}
 
 // Calls f(name, value, has_value, begin, end) for each `&`-separated argument of `query`;
 // [begin, end) is the argument's span in `query`. Stops when f returns true.
@@ -112,9 +107,10 @@ void unescape_arg(std::string_view in, std::string* out) {
     char c = in[i];
     if (c == '+') {
       out->push_back(' ');
-    } else if (c == '%' && i + 2 < in.size() && hex_value(in[i + 1]) >= 0 &&
-               hex_value(in[i + 2]) >= 0) {
-      out->push_back(static_cast<char>(hex_value(in[i + 1]) * 16 + hex_value(in[i + 2])));
+    } else if (c == '%' && i + 2 < in.size() && common::hex_value(in[i + 1]) >= 0 &&
+               common::hex_value(in[i + 2]) >= 0) {
+      out->push_back(
+          static_cast<char>(common::hex_value(in[i + 1]) * 16 + common::hex_value(in[i + 2])));
       i += 2;
     } else {
       out->push_back(c);

@@ -5,6 +5,8 @@
 #include <memory>
 #include <utility>
 
+#include "common/strings.h"
+
 namespace sluice::plugins::key_auth {
 
 using plugin::Action;
@@ -45,19 +47,6 @@ common::StatusOr<std::shared_ptr<const plugin::ConsumerIndex>> index(
   return std::shared_ptr<const plugin::ConsumerIndex>(std::move(out));
 }
 
-int hex(char c) {
-  if (c >= '0' && c <= '9') {
-    return c - '0';
-  }
-  if (c >= 'a' && c <= 'f') {
-    return c - 'a' + 10;
-  }
-  if (c >= 'A' && c <= 'F') {
-    return c - 'A' + 10;
-  }
-  return -1;
-}
-
 // ngx.unescape_uri as get_uri_args applies it: `%XX` decoded, `+` is a space, a `%` not
 // followed by two hex digits kept as it is.
 void unescape_arg(std::string_view v, std::string* out) {
@@ -65,8 +54,10 @@ void unescape_arg(std::string_view v, std::string* out) {
   for (size_t i = 0; i < v.size(); ++i) {
     if (v[i] == '+') {
       out->push_back(' ');
-    } else if (v[i] == '%' && i + 2 < v.size() && hex(v[i + 1]) >= 0 && hex(v[i + 2]) >= 0) {
-      out->push_back(static_cast<char>(hex(v[i + 1]) * 16 + hex(v[i + 2])));
+    } else if (v[i] == '%' && i + 2 < v.size() && common::hex_value(v[i + 1]) >= 0 &&
+               common::hex_value(v[i + 2]) >= 0) {
+      out->push_back(
+          static_cast<char>(common::hex_value(v[i + 1]) * 16 + common::hex_value(v[i + 2])));
       i += 2;
     } else {
       out->push_back(v[i]);

@@ -2,19 +2,13 @@
 
 #include <cstring>
 
+#include "common/strings.h"
+
 namespace sluice::plugins::proxy_rewrite {
 
 namespace {
 
 constexpr char kHex[] = "0123456789ABCDEF";
-
-int hex_value(char c) {
-  if (c >= '0' && c <= '9') {
-    return c - '0';
-  }
-  char l = static_cast<char>(c | 0x20);
-  return l >= 'a' && l <= 'f' ? l - 'a' + 10 : -1;
-}
 
 void append_percent(unsigned char c, std::string* out) {
   out->push_back('%');
@@ -60,7 +54,7 @@ void append_normalized_path(std::string_view raw, std::string* out) {
   for (size_t i = 0; i < raw.size(); ++i) {
     char c = raw[i];
     if (c == '%' && i + 2 < raw.size()) {
-      int hi = hex_value(raw[i + 1]), lo = hex_value(raw[i + 2]);
+      int hi = common::hex_value(raw[i + 1]), lo = common::hex_value(raw[i + 2]);
       if (hi >= 0 && lo >= 0) {
         out->push_back(static_cast<char>(hi << 4 | lo));
         i += 2;

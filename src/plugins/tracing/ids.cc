@@ -5,6 +5,8 @@
 
 #include <cstring>
 
+#include "common/strings.h"
+
 namespace sluice::plugins::tracing {
 
 namespace {
@@ -40,19 +42,6 @@ struct Xoshiro {
     return result;
   }
 };
-
-int hex_value(char c) {
-  if (c >= '0' && c <= '9') {
-    return c - '0';
-  }
-  if (c >= 'a' && c <= 'f') {
-    return c - 'a' + 10;
-  }
-  if (c >= 'A' && c <= 'F') {
-    return c - 'A' + 10;
-  }
-  return -1;
-}
 
 bool all_zero(const uint8_t* p, size_t n) {
   for (size_t i = 0; i < n; ++i) {
@@ -136,7 +125,7 @@ bool parse_hex(std::string_view s, uint8_t* out, size_t n) {
     return false;
   }
   for (size_t i = 0; i < n; ++i) {
-    int hi = hex_value(s[2 * i]), lo = hex_value(s[2 * i + 1]);
+    int hi = common::hex_value(s[2 * i]), lo = common::hex_value(s[2 * i + 1]);
     if (hi < 0 || lo < 0) {
       return false;
     }
