@@ -17,11 +17,13 @@ void AdminService::submit(server::AdminRequest req,
 void AdminService::flush() {
   flush_posted_ = false;
   publish_();
-  auto done = std::move(pending_);
+  auto release = [done = std::move(pending_)]() mutable {
+    for (auto& [reply, resp] : done) {
+      reply(std::move(resp));
+    }
+  };
   pending_.clear();
-  for (auto& [reply, resp] : done) {
-    reply(std::move(resp));
-  }
+  barrier_(std::move(release));
 }
 
 }  // namespace sluice::runtime

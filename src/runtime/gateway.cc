@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cctype>
 #include <chrono>
 #include <cstring>
@@ -183,7 +184,8 @@ common::Status Gateway::open_admin() {
       [this](const server::AdminRequest& r) {
         return successor_pid_ > 0 && r.method != "GET" ? handing_over_answer() : api_->handle(r);
       },
-      [this] { publish_store_config(false); });
+      [this] { publish_store_config(false); },
+      [this](std::function<void()> done) { after_workers(std::move(done)); });
   return common::Status::ok();
 }
 
@@ -238,6 +240,26 @@ void Gateway::publish(snapshot::SnapshotPtr snap) {
   free_retired();
   if (checker_) {
     checker_->update(health_.live());
+  }
+}
+
+// Each worker's loop runs what was posted to it in order: a post behind a publication runs once
+// that worker applied it. The last worker to get there runs `done` (on its thread). A worker
+// whose loop has stopped never gets there: `done` is then dropped, and the answers it held
+// time out as any unanswered admin request does.
+void Gateway::after_workers(std::function<void()> done) {
+  if (workers_.empty()) {
+    done();
+    return;
+  }
+  auto left = std::make_shared<std::atomic<size_t>>(workers_.size());
+  auto run = std::make_shared<std::function<void()>>(std::move(done));
+  for (auto& w : workers_) {
+    w->loop().post([left, run] {
+      if (left->fetch_sub(1, std::memory_order_acq_rel) == 1) {
+        (*run)();
+      }
+    });
   }
 }
 

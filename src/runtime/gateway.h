@@ -110,6 +110,8 @@ class Gateway {
   void persist_etcd(bool force);
   std::string etcd_snapshot_path() const;
   bool publish_store_config(bool force);
+  // Runs `done` once every worker has run what was posted to it so far (AdminService's barrier).
+  void after_workers(std::function<void()> done);
   void publish(snapshot::SnapshotPtr snap);
   void free_retired();
   void on_tick();
